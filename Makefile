@@ -1,0 +1,33 @@
+# The two commands of the README: `make demo` and `make test`. Each sets up what it needs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "streamjoin needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/python apps/ads/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check streamjoin tests bench apps
+	$(BIN)/ruff format --check streamjoin tests bench apps
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff format streamjoin tests bench apps
+	$(BIN)/ruff check --fix streamjoin tests bench apps
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

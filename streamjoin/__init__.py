@@ -1,0 +1,3 @@
+"""streamjoin: Kafka Streams-style stream joins for Python."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""`python -m streamjoin` is the `streamjoin` command."""
+
+from streamjoin.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Pure assignment logic: consumer partition assignors, the task assignor and their codecs."""
