@@ -21,13 +21,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check streamjoin tests bench apps
-	$(BIN)/ruff format --check streamjoin tests bench apps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 format: $(STAMP)
-	$(BIN)/ruff format streamjoin tests bench apps
-	$(BIN)/ruff check --fix streamjoin tests bench apps
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
