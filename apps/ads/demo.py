@@ -1,28 +1,31 @@
-"""The streamjoin demo: ad impressions and clicks through a Kafka broker, checked end to end.
+"""The streamjoin demo: attribute ad clicks to impressions while workers come and go.
 
-Starts the embedded broker (unless --bootstrap is given), creates the demo topics, produces the
-traffic of the data generator keyed by auction id, reads both topics back and checks that every
-record arrived and that each click sits in the same partition number as its impression — the
-co-partitioning every stream-stream join relies on.
+Starts the embedded broker (unless --bootstrap is given), creates the topics (8 partitions),
+starts two workers (`streamjoin worker app:joins`), produces impressions and clicks at a steady
+rate, scales out to three workers, then lets one leave, and finally checks that every
+impression-click pair the generator made was joined. The last line is the verification:
+`joined: expected=E present=P duplicates=D`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
+import tempfile
 import time
-from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 from rich.console import Console
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from data import AdTraffic, Click, generate_traffic
+from verify import OUTPUT, OutputLog, collect_output, expected_pairs, pause_summary
+from workers import WorkerProcess
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
@@ -31,10 +34,11 @@ IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
 console = Console(highlight=False)
 
 
-async def produce(bootstrap: str, traffic: AdTraffic) -> float:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_batch_size=256 * 1024)
+async def produce_paced(bootstrap: str, traffic: AdTraffic, rate: float) -> int:
+    """Send the traffic in time order at about `rate` records per second."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
-    started = time.perf_counter()
+    sent, started = 0, time.monotonic()
     try:
         for record in traffic.in_time_order():
             topic = CLICKS if isinstance(record, Click) else IMPRESSIONS
@@ -44,85 +48,100 @@ async def produce(bootstrap: str, traffic: AdTraffic) -> float:
                 key=record.auction_id.encode(),
                 timestamp_ms=record.timestamp_ms,
             )
+            sent += 1
+            ahead = sent / rate - (time.monotonic() - started)
+            if ahead > 0.02:
+                await asyncio.sleep(ahead)
         await producer.flush()
     finally:
         await producer.stop()
-    return time.perf_counter() - started
+    return sent
 
 
-async def read_back(bootstrap: str) -> dict[str, dict[bytes, int]]:
-    """Partition of every key in each topic, reading each partition up to its high watermark."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    placed: dict[str, dict[bytes, int]] = {IMPRESSIONS: {}, CLICKS: {}}
-    try:
-        pending = {TopicPartition(t, p) for t in placed for p in range(PARTITIONS)}
-        consumer.assign(list(pending))
-        await consumer.seek_to_beginning(*pending)
-        while pending:
-            for tp, records in (await consumer.getmany(*pending, timeout_ms=1000)).items():
-                for record in records:
-                    placed[tp.topic][record.key] = tp.partition
-            for tp in list(pending):
-                highwater = consumer.highwater(tp)
-                if highwater is not None and await consumer.position(tp) >= highwater:
-                    pending.discard(tp)
-    finally:
-        await consumer.stop()
-    return placed
+async def at(start: float, seconds: float) -> None:
+    await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
 
-def report(traffic: AdTraffic, placed: dict[str, dict[bytes, int]], produce_s: float) -> bool:
-    impressions, clicks = placed[IMPRESSIONS], placed[CLICKS]
-    table = Table(title=f"records per partition ({PARTITIONS} partitions, keyed by auction id)")
-    table.add_column("partition", justify="right")
-    table.add_column(IMPRESSIONS, justify="right")
-    table.add_column(CLICKS, justify="right")
-    per_impression, per_click = Counter(impressions.values()), Counter(clicks.values())
-    for p in range(PARTITIONS):
-        table.add_row(str(p), str(per_impression[p]), str(per_click[p]))
-    console.print(table)
-    produced = len(traffic.impressions) + len(traffic.clicks)
-    console.print(
-        f"produced {produced} records in {produce_s:.2f} s ({produced / produce_s:,.0f} records/s)"
-    )
-    apart = sum(1 for key, p in clicks.items() if impressions.get(key) != p)
-    ok = (
-        len(impressions) == len(traffic.impressions)
-        and len(clicks) == len(traffic.clicks)
-        and not apart
-    )
-    console.print(f"clicks in another partition than their impression: {apart}")
-    console.print(
-        f"consumed: impressions={len(impressions)}/{len(traffic.impressions)} "
-        f"clicks={len(clicks)}/{len(traffic.clicks)} {'OK' if ok else 'MISSING RECORDS'}"
-    )
-    return ok
-
-
-async def run(bootstrap: str, impressions: int) -> bool:
+async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> bool:
     await ensure_topics(
-        bootstrap, [TopicSpec(IMPRESSIONS, PARTITIONS), TopicSpec(CLICKS, PARTITIONS)]
+        bootstrap, [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)]
     )
     traffic = generate_traffic(impressions)
+    expected = expected_pairs(traffic)
+    total = len(traffic.impressions) + len(traffic.clicks)
     console.print(
-        f"generated {len(traffic.impressions)} impressions and {len(traffic.clicks)} clicks"
+        f"{len(traffic.impressions)} impressions, {len(traffic.clicks)} clicks, "
+        f"at ~{rate:,.0f} records/s (~{total / rate:.0f} s)"
     )
-    produce_s = await produce(bootstrap, traffic)
-    return report(traffic, await read_back(bootstrap), produce_s)
+    workers = [WorkerProcess(f"worker-{i}", bootstrap, work_dir) for i in (1, 2, 3)]
+    log, stop_reading = OutputLog(expected), asyncio.Event()
+    try:
+        for worker in workers[:2]:
+            worker.start()
+        console.print("started worker-1 and worker-2")
+        reader = asyncio.create_task(collect_output(bootstrap, PARTITIONS, log, stop_reading))
+        start = time.monotonic()
+        producing = asyncio.create_task(produce_paced(bootstrap, traffic, rate))
+        await at(start, 10)
+        workers[2].start()
+        console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
+        await at(start, 24)
+        console.print(f"{time.monotonic() - start:5.1f} s  worker-1 leaves (scale-in)")
+        await asyncio.to_thread(workers[0].stop)
+        sent = await producing
+        produced_at = time.monotonic()
+        console.print(f"{produced_at - start:5.1f} s  all {sent} records produced")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(log.complete.wait(), 60)
+        finished = time.monotonic()
+        metrics = {w.name: w.metrics() for w in workers if w.running}
+        stop_reading.set()
+        await reader
+    finally:
+        for worker in workers:
+            await asyncio.to_thread(worker.stop)
+    present = sum(1 for auction in expected if log.pairs[auction])
+    duplicates = sum(n - 1 for n in log.pairs.values() if n > 1)
+    elapsed = finished - start
+    console.print(
+        f"output: {sum(log.pairs.values())} joined, {log.unclicked} unclicked "
+        f"in {elapsed:.1f} s ({(sum(log.pairs.values()) + log.unclicked) / elapsed:,.0f} records/s)"
+    )
+    rebalances = ", ".join(
+        f"{name} {int(m.get('streamjoin_rebalances_total', 0))}" for name, m in metrics.items()
+    )
+    console.print(f"assignments received: {rebalances} (worker-1 left earlier)")
+    def total(name: str) -> float:
+        return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
+
+    console.print(
+        f"remaining workers: {total('records_in_total'):,.0f} input records fetched, "
+        f"{total('late_dropped_total'):,.0f} dropped as late, "
+        f"{total('dead_letters_total'):,.0f} dead letters"
+    )
+    pauses = log.longest_pauses(start + 8, max(produced_at, start + 8))
+    console.print(f"longest output pause per task: {pause_summary(pauses)}")
+    ok = present == len(expected)
+    if not ok:
+        for worker in workers:
+            console.print(f"[dim]--- {worker.name} log tail ---\n{worker.log_tail()}[/]")
+    console.print(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
+    return ok
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
-    parser.add_argument("--impressions", type=int, default=20_000)
+    parser.add_argument("--impressions", type=int, default=60_000)
+    parser.add_argument("--rate", type=float, default=2_200, help="records per second")
     args = parser.parse_args()
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
             bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap
             console.print(f"embedded broker on {bootstrap} (data in memory only)")
-        ok = asyncio.run(run(bootstrap, args.impressions))
+        work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))
+        ok = asyncio.run(run(bootstrap, args.impressions, args.rate, work_dir))
     sys.exit(0 if ok else 1)
 
 

@@ -93,6 +93,14 @@ class PartitionAssignor(ABC):
         is not assignable); the result has an entry for every member, possibly empty.
         """
 
+    async def before_assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+    ) -> None:
+        """Leader only, just before `assign`: the place for any I/O the assignment needs (such
+        as reading changelog end offsets), so that `assign` itself stays pure."""
+
     def subscription_user_data(self, topics: Sequence[str]) -> bytes:
         """User data this member sends with its subscription."""
         return b""

@@ -6,7 +6,7 @@ Struct-based and allocation-light: the leader decodes every member's metadata on
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from streamjoin.errors import ProtocolDecodeError
@@ -55,6 +55,12 @@ class Writer:
             return self.int32(-1)
         self._parts.append(_I32.pack(len(value)))
         self._parts.append(value)
+        return self
+
+    def int32_array(self, values: Sequence[int]) -> Writer:
+        """An array of int32 in one struct call: partition lists can hold 100,000 entries."""
+        self._parts.append(_I32.pack(len(values)))
+        self._parts.append(struct.pack(f">{len(values)}i", *values))
         return self
 
     def array(self, items: Iterable[_T], write_item: Callable[[Writer, _T], object]) -> Writer:
@@ -124,6 +130,15 @@ class Reader:
         if size == -1:
             return None
         return bytes(self._take(size))
+
+    def int32_array(self) -> list[int]:
+        """An array of int32 (a null array reads as empty) in one struct call."""
+        count = self.int32()
+        if count == -1:
+            return []
+        if count < 0 or 4 * count > self.remaining():
+            raise ProtocolDecodeError(f"{self._what}: impossible array length {count}")
+        return list(struct.unpack(f">{count}i", self._take(4 * count)))
 
     def array(self, read_item: Callable[[Reader], _T]) -> list[_T]:
         count = self.int32()

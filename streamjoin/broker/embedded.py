@@ -9,13 +9,11 @@ cleaning up, so no broker process outlives its owner.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import errno
 import importlib.resources
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -26,6 +24,7 @@ from types import TracebackType
 
 from streamjoin.broker.probe import kafka_api_versions_ok
 from streamjoin.errors import StreamJoinError
+from streamjoin.lifetime import die_with_parent
 
 __all__ = (
     "BrokerBinaryMissing",
@@ -41,7 +40,6 @@ logger = logging.getLogger(__name__)
 BINARY_ENV = "STREAMJOIN_BROKER_BIN"
 """Overrides the broker binary's path (for a Tansu built or installed elsewhere)."""
 
-_PR_SET_PDEATHSIG = 1
 _LOG_TAIL_LINES = 30
 
 
@@ -103,12 +101,6 @@ def _check_port_free(host: str, port: int) -> None:
                     "choose a free port with --port, or stop the process holding it"
                 ) from None
             raise
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel sends SIGTERM when the launcher dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class EmbeddedBroker:
@@ -180,7 +172,7 @@ class EmbeddedBroker:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, before exec
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl, before exec
             )
         atexit.register(self.stop)
         try:

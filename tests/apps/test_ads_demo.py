@@ -1,7 +1,8 @@
-"""The README's demo, run as users run it, against the session broker."""
+"""The README's demo, run as users run it (workers joining and leaving), on the session broker."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,20 +11,24 @@ import pytest
 
 from streamjoin.broker import EmbeddedBroker
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 DEMO = Path(__file__).resolve().parents[2] / "apps" / "ads" / "demo.py"
 
 
-def test_demo_produces_and_reads_back_every_record(broker: EmbeddedBroker) -> None:
+def test_demo_joins_every_pair_while_workers_come_and_go(broker: EmbeddedBroker) -> None:
     done = subprocess.run(
-        [sys.executable, str(DEMO), "--bootstrap", broker.bootstrap, "--impressions", "2000"],
+        [sys.executable, str(DEMO), "--bootstrap", broker.bootstrap, "--impressions", "30000"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=240,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
     last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("consumed: impressions=2000/2000 clicks=")
-    assert last.endswith(" OK")
-    assert "clicks in another partition than their impression: 0" in done.stdout
+    match = re.fullmatch(r"joined: expected=(\d+) present=(\d+) duplicates=(\d+)", last)
+    assert match, output
+    expected, present, _ = map(int, match.groups())
+    assert expected > 8_000 and present == expected
+    assert "worker-3 joins (scale-out)" in done.stdout
+    assert "worker-1 leaves (scale-in)" in done.stdout

@@ -1,0 +1,88 @@
+"""Read the join's output while the demo runs, and check it against what the generator expects."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import statistics
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from data import AdTraffic
+
+OUTPUT = "ads-attributed"
+
+
+@dataclass
+class OutputLog:
+    """Output records as they arrive: which pairs, how often, and when per partition.
+    `complete` is set once every auction in `expected` has its pair."""
+
+    expected: set[str]
+    complete: asyncio.Event = field(default_factory=asyncio.Event)
+    pairs: Counter[str] = field(default_factory=Counter)
+    """auction id -> times an impression-click pair of it arrived."""
+    unclicked: int = 0
+    arrivals: defaultdict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def __post_init__(self) -> None:
+        self._missing = len(self.expected)
+        if not self._missing:
+            self.complete.set()
+
+    def add(self, partition: int, value: bytes) -> None:
+        record = json.loads(value)
+        self.arrivals[partition].append(time.monotonic())
+        if record["clicked"]:
+            auction = record["auction_id"]
+            self.pairs[auction] += 1
+            if self.pairs[auction] == 1 and auction in self.expected:
+                self._missing -= 1
+                if not self._missing:
+                    self.complete.set()
+        else:
+            self.unclicked += 1
+
+    def longest_pauses(self, start: float, end: float) -> dict[int, float]:
+        """Per partition, the longest time without output between `start` and `end`."""
+        pauses = {}
+        for partition, times in sorted(self.arrivals.items()):
+            inside = [start, *(t for t in times if start <= t <= end), end]
+            pauses[partition] = max(b - a for a, b in itertools.pairwise(inside))
+        return pauses
+
+
+async def collect_output(
+    bootstrap: str, partitions: int, log: OutputLog, stop: asyncio.Event
+) -> None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(OUTPUT, p) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        while not stop.is_set():
+            for tp, records in (await consumer.getmany(timeout_ms=200)).items():
+                for record in records:
+                    log.add(tp.partition, record.value)
+    finally:
+        await consumer.stop()
+
+
+def expected_pairs(traffic: AdTraffic) -> set[str]:
+    """Auction ids whose click falls in its impression's window (all of the generator's)."""
+    shown = {i.auction_id: i.timestamp_ms for i in traffic.impressions}
+    return {
+        c.auction_id for c in traffic.clicks if 0 <= c.timestamp_ms - shown[c.auction_id] <= 60_000
+    }
+
+
+def pause_summary(pauses: dict[int, float]) -> str:
+    if not pauses:
+        return "no output"
+    values = list(pauses.values())
+    median, longest = statistics.median(values), max(values)
+    return f"median {median:.1f} s, max {longest:.1f} s over {len(values)} tasks"

@@ -1,0 +1,145 @@
+"""streamjoin's task-assignment user data: SubscriptionInfo (member -> leader) and
+AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
+
+    SubscriptionInfo v1: version, latest supported version, process id, capacity, endpoint,
+                         join counter, standby tasks, offset sums [(subtopology, partition, sum)]
+    AssignmentInfo   v1: version, latest supported version, active, standby and learner tasks,
+                         partitions by host [(endpoint, [(topic, partition)])],
+                         next probing rebalance (epoch ms, -1: none), error code
+
+Fields are only ever appended in later versions: a decoder reads the fields of the versions it
+knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
+lowest version its members support.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.assignment.tasks.model import TaskId
+from streamjoin.assignment.wire import Reader, Writer
+from streamjoin.errors import ProtocolDecodeError
+
+__all__ = (
+    "LATEST_VERSION",
+    "AssignmentInfo",
+    "SubscriptionInfo",
+    "decode_assignment_info",
+    "decode_subscription_info",
+    "encode_assignment_info",
+    "encode_subscription_info",
+)
+
+LATEST_VERSION = 1
+NO_PROBE = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionInfo:
+    process_id: str
+    capacity: int = 1
+    endpoint: str | None = None
+    counter: int = 0
+    """Changes on every join, so a follower's rejoin always changes its metadata and the
+    coordinator starts a rebalance (KAFKA-10455)."""
+    offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
+    """Every task with local state: its changelog offset sum, -2 for a running active."""
+    standby: tuple[TaskId, ...] = ()
+    """Tasks the process ran as standbys (learners included) in the previous generation."""
+    version: int = LATEST_VERSION
+    latest_supported: int = LATEST_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentInfo:
+    active: tuple[TaskId, ...] = ()
+    standby: tuple[TaskId, ...] = ()
+    learner: tuple[TaskId, ...] = ()
+    partitions_by_host: Mapping[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    next_probe_ms: int = NO_PROBE
+    error_code: int = 0
+    version: int = LATEST_VERSION
+    latest_supported: int = LATEST_VERSION
+
+
+def _write_task(writer: Writer, task: TaskId) -> None:
+    writer.int32(task.subtopology).int32(task.partition)
+
+
+def _read_task(reader: Reader) -> TaskId:
+    return TaskId(reader.int32(), reader.int32())
+
+
+def _write_tasks(writer: Writer, tasks: Iterable[TaskId]) -> None:
+    writer.array(sorted(tasks), _write_task)
+
+
+def _header(reader: Reader, what: str) -> tuple[int, int]:
+    version, latest = reader.int16(), reader.int16()
+    if version < 1:
+        raise ProtocolDecodeError(f"{what}: unknown version {version}")
+    return version, latest
+
+
+def encode_subscription_info(info: SubscriptionInfo) -> bytes:
+    writer = Writer().int16(info.version).int16(info.latest_supported)
+    writer.string(info.process_id).int32(info.capacity).nullable_string(info.endpoint)
+    writer.int32(info.counter)
+    _write_tasks(writer, info.standby)
+
+    def write_sum(w: Writer, item: tuple[TaskId, int]) -> None:
+        _write_task(w, item[0])
+        w.int64(item[1])
+
+    writer.array(sorted(info.offset_sums.items()), write_sum)
+    return writer.getvalue()
+
+
+def decode_subscription_info(data: bytes) -> SubscriptionInfo:
+    """Any version from 1 up; fields of versions above 1 are skipped."""
+    what = "streamjoin SubscriptionInfo"
+    reader = Reader(data, what)
+    version, latest = _header(reader, what)
+    process_id, capacity = reader.string(), reader.int32()
+    endpoint, counter = reader.nullable_string(), reader.int32()
+    standby = tuple(reader.array(_read_task))
+
+    def read_sum(r: Reader) -> tuple[TaskId, int]:
+        return _read_task(r), r.int64()
+
+    sums = dict(reader.array(read_sum))
+    if capacity < 1:
+        raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
+    return SubscriptionInfo(process_id, capacity, endpoint, counter, sums, standby, version, latest)
+
+
+def encode_assignment_info(info: AssignmentInfo) -> bytes:
+    writer = Writer().int16(info.version).int16(info.latest_supported)
+    for tasks in (info.active, info.standby, info.learner):
+        _write_tasks(writer, tasks)
+
+    def write_host(w: Writer, item: tuple[str, tuple[TopicPartition, ...]]) -> None:
+        w.string(item[0])
+        w.array(sorted(item[1]), lambda w2, tp: w2.string(tp.topic).int32(tp.partition))
+
+    writer.array(sorted(info.partitions_by_host.items()), write_host)
+    writer.int64(info.next_probe_ms).int32(info.error_code)
+    return writer.getvalue()
+
+
+def decode_assignment_info(data: bytes) -> AssignmentInfo:
+    """Any version from 1 up; fields of versions above 1 are skipped."""
+    what = "streamjoin AssignmentInfo"
+    reader = Reader(data, what)
+    version, latest = _header(reader, what)
+    active, standby, learner = (tuple(reader.array(_read_task)) for _ in range(3))
+
+    def read_host(r: Reader) -> tuple[str, tuple[TopicPartition, ...]]:
+        host = r.string()
+        return host, tuple(r.array(lambda r2: TopicPartition(r2.string(), r2.int32())))
+
+    hosts = dict(reader.array(read_host))
+    next_probe, error = reader.int64(), reader.int32()
+    return AssignmentInfo(active, standby, learner, hosts, next_probe, error, version, latest)

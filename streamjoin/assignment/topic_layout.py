@@ -1,0 +1,86 @@
+"""Partitions numbered 0..N-1 across topics in name order, so assignors work on plain ints.
+
+At 100,000 partitions, per-partition objects dominate an assignor's run time; numbering them lets
+the hot paths use lists of ints and build `TopicPartition` objects only for the final answer
+(from a per-topic cache, because creating 100,000 named tuples alone costs about 0.1 s).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby, repeat
+from operator import itemgetter
+
+from streamjoin.assignment.model import TopicPartition
+
+__all__ = ("TopicLayout", "group_by_topic", "topic_partitions")
+
+
+def group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Partition numbers per topic, in the order given."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, run in groupby(partitions, key=itemgetter(0)):
+        numbers = list(map(itemgetter(1), run))
+        if topic in by_topic:
+            by_topic[topic].extend(numbers)
+        else:
+            by_topic[topic] = numbers
+    return by_topic
+
+
+@functools.lru_cache(maxsize=4096)
+def topic_partitions(topic: str, count: int) -> tuple[TopicPartition, ...]:
+    """`TopicPartition(topic, 0..count-1)`, built once per topic and partition count."""
+    new = tuple.__new__
+    return tuple(map(new, repeat(TopicPartition), zip(repeat(topic), range(count), strict=False)))
+
+
+class TopicLayout:
+    """The assignable topics in name order; partition `p` of a topic is number `base + p`."""
+
+    __slots__ = ("_table", "base", "count", "topic_at", "topics", "total")
+
+    def __init__(self, partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
+        """Lay out those of `topics` that exist (have a partition count above zero)."""
+        self.topics: tuple[str, ...] = tuple(
+            sorted({t for t in topics if partitions_per_topic.get(t, 0) > 0})
+        )
+        self.base: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+        offset = 0
+        for topic in self.topics:
+            self.base[topic] = offset
+            self.count[topic] = partitions_per_topic[topic]
+            offset += partitions_per_topic[topic]
+        self.total = offset
+        self.topic_at: list[int] = []
+        """Topic position (in `topics`) of every partition number."""
+        for position, topic in enumerate(self.topics):
+            self.topic_at.extend(repeat(position, self.count[topic]))
+        self._table: list[TopicPartition] | None = None
+
+    def table(self) -> list[TopicPartition]:
+        """Every partition as a `TopicPartition`, indexed by its number."""
+        if self._table is None:
+            table: list[TopicPartition] = []
+            for topic in self.topics:
+                table.extend(topic_partitions(topic, self.count[topic]))
+            self._table = table
+        return self._table
+
+    def numbers(self, by_topic: Mapping[str, Sequence[int]], topics: frozenset[str]) -> list[int]:
+        """Numbers of those partitions (given per topic) that exist and belong to `topics`."""
+        numbers: list[int] = []
+        for topic, partitions in by_topic.items():
+            if topic in topics and topic in self.base and partitions:
+                base, count = self.base[topic], self.count[topic]
+                if min(partitions) >= 0 and max(partitions) < count:
+                    numbers.extend(map(base.__add__, partitions))
+                else:
+                    numbers.extend([base + p for p in partitions if 0 <= p < count])
+        return numbers
+
+    def to_partitions(self, numbers: Sequence[int]) -> tuple[TopicPartition, ...]:
+        """The `TopicPartition`s of `numbers`, in the order given."""
+        return tuple(map(self.table().__getitem__, numbers))

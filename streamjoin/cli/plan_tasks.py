@@ -1,0 +1,122 @@
+"""`streamjoin plan --tasks SCENARIO.json`: what the task assignor would do (no broker needed).
+
+Called by the `plan` command; prints every client's roles and the moves still under way, or
+with `--json` exactly what `streamjoin.assignment.plan_tasks` returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import typer
+
+from streamjoin.assignment.tasks.checks import problems, spreads
+from streamjoin.assignment.tasks.model import PendingMove, Role, TaskAssignment, TaskId, Warmup
+from streamjoin.assignment.tasks.scenario import (
+    TaskScenario,
+    parse_scenario,
+    plan_tasks,
+    timed_assignment,
+)
+from streamjoin.cli import fail
+from streamjoin.errors import StreamJoinError
+
+__all__ = ("run_task_plan",)
+
+_MOVES_SHOWN = 20
+
+
+def run_task_plan(path: Path, as_json: bool) -> None:
+    """Read a task scenario file and print its plan; bad input exits with status 2."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        fail(f"{path} is not valid JSON: {exc}")
+    try:
+        if as_json:
+            typer.echo(json.dumps(plan_tasks(raw), indent=2))
+            return
+        scenario = parse_scenario(raw)
+        assignment, elapsed_ms = timed_assignment(scenario)
+    except StreamJoinError as exc:
+        fail(f"{path}: {exc}")
+    typer.echo(_render(scenario, assignment, elapsed_ms))
+
+
+def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: float) -> str:
+    settings = scenario.settings
+    capacity = {client.process_id: client.capacity for client in scenario.clients}
+    rows = [("client", "slots", "active", "standby", "learner")]
+    for client, roles in sorted(assignment.clients.items()):
+        rows.append(
+            (
+                client,
+                str(capacity[client]),
+                f"{len(roles.active):>3}  {_compact(roles.active)}",
+                f"{len(roles.standby):>3}  {_compact(roles.standby)}",
+                _compact(roles.learner),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        f"task assignor    assign {elapsed_ms:.3f} ms    "
+        f"acceptable lag {settings.acceptable_recovery_lag}, "
+        f"warm-ups {settings.max_warmup_replicas}, standbys {settings.num_standby_replicas}",
+        "",
+        *(
+            "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ),
+        "",
+    ]
+    found = problems(assignment, scenario.tasks, settings)
+    lines += ["valid" if not found else "INVALID", *(f"  - {problem}" for problem in found)]
+    spread = spreads(assignment, scenario.tasks, capacity)
+    lines.append(
+        f"spread per slot: actives {spread.active:.2f}, stateful copies {spread.stateful:.2f}, "
+        f"worst subtopology {spread.subtopology:.2f}"
+    )
+    if not assignment.followup:
+        lines.append("stable: no follow-up rebalance needed")
+        return "\n".join(lines)
+    pending = assignment.pending
+    lines.append(f"follow-up rebalance needed: {len(pending)} moves under way")
+    lines.extend(f"  {_describe(move)}" for move in pending[:_MOVES_SHOWN])
+    if len(pending) > _MOVES_SHOWN:
+        lines.append(f"  ... and {len(pending) - _MOVES_SHOWN} more")
+    return "\n".join(lines)
+
+
+_HOW = {
+    Warmup.LEARNER: "warming up as a learner",
+    Warmup.STANDBY: "warming up as its standby",
+    Warmup.WAITING: "waiting for warm-up budget",
+}
+
+
+def _describe(move: PendingMove) -> str:
+    role = "active " if move.role is Role.ACTIVE else "standby"
+    return f"{move.task} {role} on {move.holder}, bound for {move.target} ({_HOW[move.warmup]})"
+
+
+def _compact(tasks: Iterable[TaskId]) -> str:
+    """`0_0, 0_1, 0_2, 0_5, 1_0` -> `0_0-2, 0_5, 1_0`."""
+    by_subtopology: dict[int, list[int]] = {}
+    for task in tasks:
+        by_subtopology.setdefault(task.subtopology, []).append(task.partition)
+    parts: list[str] = []
+    for subtopology, partitions in sorted(by_subtopology.items()):
+        ordered = sorted(partitions)
+        start = previous = ordered[0]
+        for number in [*ordered[1:], None]:
+            if number is not None and number == previous + 1:
+                previous = number
+                continue
+            parts.append(f"{subtopology}_{start}" + (f"-{previous}" if previous != start else ""))
+            if number is not None:
+                start = previous = number
+    return ", ".join(parts) or "-"

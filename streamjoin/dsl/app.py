@@ -1,0 +1,166 @@
+"""`App`: where users declare topics and joins; the worker and the Spark engine run them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from streamjoin.dsl.fields import FieldMapping
+from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec
+from streamjoin.dsl.topics import Table, Topic, make_topic
+from streamjoin.dsl.windows import JoinWindows
+from streamjoin.errors import ConfigurationError
+
+__all__ = ("App", "AppSettings")
+
+_APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+@dataclass(slots=True)
+class AppSettings:
+    """Worker settings an app carries; the `streamjoin worker` options override them."""
+
+    broker: str = "localhost:9092"
+    state_dir: Path = Path("./state")
+    commit_interval_s: float = 5.0
+    max_task_idle_ms: int = 2_000
+    on_error: Literal["dlq", "fail"] = "dlq"
+    num_standby_replicas: int = 0
+    acceptable_recovery_lag: int = 10_000
+    max_warmup_replicas: int = 2
+    probing_rebalance_interval_s: float = 600.0
+
+
+class App:
+    """A stream-join application: its id names the consumer group, the state directory and the
+    internal topics (changelogs `<app_id>-<store>-changelog`, dead letters `<app_id>-dlq`)."""
+
+    def __init__(self, app_id: str, *, broker: str = "localhost:9092", **settings: Any) -> None:
+        if not _APP_ID.match(app_id or ""):
+            raise ConfigurationError(
+                f"app id {app_id!r} must be non-empty letters, digits, '.', '_' or '-' "
+                "(it names Kafka topics and a consumer group)"
+            )
+        self.app_id = app_id
+        try:
+            self.settings = AppSettings(broker=broker, **settings)
+        except TypeError as exc:
+            raise ConfigurationError(f"App({app_id!r}): {exc}") from None
+        self._topics: dict[str, Topic] = {}
+        self._joins: dict[str, JoinSpec] = {}
+
+    @property
+    def joins(self) -> tuple[JoinSpec, ...]:
+        return tuple(self._joins.values())
+
+    def get_join(self, name: str) -> JoinSpec:
+        try:
+            return self._joins[name]
+        except KeyError:
+            known = ", ".join(sorted(self._joins)) or "none"
+            raise ConfigurationError(
+                f"app {self.app_id!r} has no join {name!r} (joins: {known})"
+            ) from None
+
+    def topic(
+        self,
+        name: str,
+        *,
+        value_type: Any = dict,
+        key_type: Any = str,
+        partitions: int | None = None,
+    ) -> Topic:
+        """A stream topic; `value_type`: bytes, str, dict (JSON), a dataclass or a faust.Record."""
+        return self._register(make_topic(Topic, name, value_type, key_type, partitions))
+
+    def table(
+        self,
+        name: str,
+        *,
+        value_type: Any = dict,
+        key_type: Any = str,
+        partitions: int | None = None,
+    ) -> Table:
+        """A compacted topic read as a table (latest value per key) for stream-table joins."""
+        table = self._register(make_topic(Table, name, value_type, key_type, partitions))
+        assert isinstance(table, Table)
+        return table
+
+    def _register(self, topic: Topic) -> Topic:
+        known = self._topics.get(topic.name)
+        if known is not None and type(known) is not type(topic):
+            raise ConfigurationError(
+                f"{topic.name!r} is declared both as a {type(known).__name__.lower()} and as a "
+                f"{type(topic).__name__.lower()}"
+            )
+        self._topics[topic.name] = topic
+        return topic
+
+    def join(
+        self,
+        left: Topic,
+        right: Topic,
+        *,
+        into: str | Topic,
+        window: JoinWindows | None = None,
+        how: JoinKind = "inner",
+        name: str | None = None,
+    ) -> Callable[[Joiner], Joiner]:
+        """Declare a join; the decorated function builds each output value from
+        (left_value, right_value), either of which is None for a left/outer non-match."""
+
+        def register(joiner: Joiner) -> Joiner:
+            join_name = name or str(getattr(joiner, "__name__", ""))
+            if join_name in self._joins:
+                raise ConfigurationError(
+                    f"join {join_name!r} is declared twice; give one of them name=..."
+                )
+            output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
+            spec = JoinSpec(join_name, left, right, how, output, joiner, window)
+            _check_join(spec)
+            self._joins[join_name] = spec
+            return joiner
+
+        return register
+
+
+def _check_join(spec: JoinSpec) -> None:
+    """Refuse a join the engines cannot run, saying which argument is wrong."""
+    where = f"join {spec.name!r}"
+    if not spec.name and isinstance(spec.joiner, FieldMapping):
+        raise ConfigurationError(
+            "a join built from fields(...) needs a name: app.join(..., name=...)"
+        )
+    if not _APP_ID.match(spec.name):
+        raise ConfigurationError(f"{where}: the name must be letters, digits, '.', '_' or '-'")
+    if not callable(spec.joiner):
+        raise ConfigurationError(f"{where}: the joiner must be callable")
+    if isinstance(spec.joiner, FieldMapping):
+        spec.joiner.check_output(spec.into.value_type, where)
+    for side, topic in (("left", spec.left), ("right", spec.right)):
+        if not isinstance(topic, Topic):
+            raise ConfigurationError(
+                f"{where}: the {side} side must come from app.topic() or app.table()"
+            )
+    if isinstance(spec.left, Table):
+        raise ConfigurationError(
+            f"{where}: the left side must be a stream (app.topic), not a table"
+        )
+    if spec.how not in JOIN_KINDS:
+        raise ConfigurationError(f"{where}: how={spec.how!r}; use one of {', '.join(JOIN_KINDS)}")
+    if spec.is_stream_table:
+        if spec.how == "outer":
+            raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")
+        if spec.window is not None:
+            raise ConfigurationError(f"{where}: a stream-table join takes no window")
+    elif not isinstance(spec.window, JoinWindows):
+        raise ConfigurationError(f"{where}: a stream-stream join needs window=JoinWindows(...)")
+    if spec.left.name == spec.right.name:
+        raise ConfigurationError(
+            f"{where}: joining {spec.left.name!r} with itself is not supported"
+        )
+    if spec.into.name in spec.input_topics:
+        raise ConfigurationError(f"{where}: the output topic {spec.into.name!r} is also an input")

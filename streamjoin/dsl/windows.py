@@ -1,0 +1,54 @@
+"""Join windows with Kafka Streams' semantics (JoinWindows since 3.0, explicit grace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from streamjoin.errors import ConfigurationError
+
+__all__ = ("Duration", "JoinWindows", "to_millis")
+
+Duration = int | timedelta
+"""Milliseconds as an int, or a timedelta."""
+
+
+def to_millis(value: Duration, what: str) -> int:
+    """A non-negative duration in whole milliseconds."""
+    millis = int(value.total_seconds() * 1000) if isinstance(value, timedelta) else value
+    if isinstance(millis, bool) or not isinstance(millis, int):
+        raise ConfigurationError(f"{what} must be milliseconds (int) or a timedelta, got {value!r}")
+    if millis < 0:
+        raise ConfigurationError(f"{what} must not be negative, got {millis} ms")
+    return millis
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class JoinWindows:
+    """Which records of the two sides join: keys equal and the right record's timestamp within
+    [left.ts - before, left.ts + after]. `grace` is how long after a window ends out-of-order
+    records are still accepted; left/outer non-matches are emitted only once it has passed.
+    """
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    def __init__(self, *, before: Duration, after: Duration, grace: Duration = 0) -> None:
+        object.__setattr__(self, "before_ms", to_millis(before, "JoinWindows before"))
+        object.__setattr__(self, "after_ms", to_millis(after, "JoinWindows after"))
+        object.__setattr__(self, "grace_ms", to_millis(grace, "JoinWindows grace"))
+
+    @classmethod
+    def of(cls, time_difference: Duration, grace: Duration = 0) -> JoinWindows:
+        """A symmetric window: the other side's record at most `time_difference` away."""
+        return cls(before=time_difference, after=time_difference, grace=grace)
+
+    @property
+    def retention_ms(self) -> int:
+        """How long a record must be kept for every record it can join with to find it."""
+        return self.before_ms + self.after_ms + self.grace_ms
+
+    def reach_ms(self, left_side: bool) -> tuple[int, int]:
+        """(before, after) as seen from a record of the left or the right side."""
+        return (self.before_ms, self.after_ms) if left_side else (self.after_ms, self.before_ms)

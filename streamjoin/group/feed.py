@@ -1,0 +1,124 @@
+"""Keeps an aiokafka consumer's manual assignment equal to what the group member owns.
+
+aiokafka's `assign()` replaces the whole assignment and forgets every position, so each change
+re-seeks the partitions that stay to the next offset the application has not yet received: they
+lose at most the records buffered but not delivered, which the next fetch brings back. Positions
+are tracked here, per delivered record, so no aiokafka internals are needed; a partition whose
+records have not been delivered yet goes back to its committed offset, or to the consumer's
+`auto_offset_reset` policy when the group has none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+import aiokafka
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
+
+from streamjoin.assignment.model import TopicPartition, sorted_partitions
+
+__all__ = ("PartitionFeed",)
+
+logger = logging.getLogger(__name__)
+
+Records = dict[TopicPartition, list[ConsumerRecord[object, object]]]
+
+
+def _for_aiokafka(partitions: Iterable[TopicPartition]) -> list[aiokafka.TopicPartition]:
+    """aiokafka's pause and resume accept only its own TopicPartition type."""
+    return [aiokafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
+
+
+class PartitionFeed:
+    """The partitions an aiokafka consumer fetches, and the next offset to deliver for each."""
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+        self._next: dict[TopicPartition, int | None] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+
+    @property
+    def partitions(self) -> frozenset[TopicPartition]:
+        return frozenset(self._next)
+
+    def uncommitted(self) -> dict[TopicPartition, int]:
+        """Next offset to deliver, for each partition where it moved since the last commit."""
+        return {
+            tp: offset
+            for tp, offset in self._next.items()
+            if offset is not None and self._committed.get(tp) != offset
+        }
+
+    def mark_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._committed.update((tp, o) for tp, o in offsets.items() if tp in self._next)
+
+    def add(self, committed: Mapping[TopicPartition, int | None]) -> None:
+        """Start fetching these partitions from their committed offsets (None: reset policy)."""
+        self._next.update(committed)
+        self.mark_committed({tp: o for tp, o in committed.items() if o is not None})
+        self._reassign()
+
+    def remove(
+        self, partitions: Iterable[TopicPartition], *, reassign: bool = True
+    ) -> dict[TopicPartition, int]:
+        """Stop delivering these partitions; returns their positions not yet committed, for a
+        final commit.
+
+        `reassign=False` leaves the fetcher alone (the consumer is about to stop): aiokafka
+        0.14's `stop()` hangs for good when it lands while the fetcher is still cancelling the
+        fetches of a just-changed assignment (the fetcher swallows its own cancellation).
+        """
+        gone = {tp: self._next.pop(tp, None) for tp in partitions}
+        committed = {tp: self._committed.pop(tp, None) for tp in gone}
+        if reassign:
+            self._reassign()
+        return {tp: o for tp, o in gone.items() if o is not None and o != committed[tp]}
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these partitions (kept across reassignments) until `resume`."""
+        chosen = set(partitions) & self._next.keys()
+        self._paused |= chosen
+        self._consumer.pause(*_for_aiokafka(chosen))
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        chosen = set(partitions) & self._paused
+        self._paused -= chosen
+        self._consumer.resume(*_for_aiokafka(chosen))
+
+    def lag(self, tp: TopicPartition) -> int | None:
+        """Records between the next one to deliver and the high watermark of the last fetch;
+        None before both are known."""
+        offset = self._next.get(tp)
+        highwater: int | None = self._consumer.highwater(tp) if tp in self._next else None
+        if offset is None or highwater is None:
+            return None
+        return max(0, highwater - offset)
+
+    def _reassign(self) -> None:
+        # assign() and the seeks run without an await in between, so the fetcher never sees a
+        # partition that stays without its position; assign() forgets pauses, so reapply them.
+        self._paused &= self._next.keys()
+        self._consumer.assign(list(sorted_partitions(self._next)))
+        for tp, offset in self._next.items():
+            if offset is not None:
+                self._consumer.seek(tp, offset)
+        if self._paused:
+            self._consumer.pause(*_for_aiokafka(self._paused))
+
+    def deliver(
+        self, fetched: Mapping[TopicPartition, list[ConsumerRecord[object, object]]]
+    ) -> Records:
+        """Drop records of partitions no longer owned or already delivered; advance positions."""
+        delivered: Records = {}
+        for raw_tp, records in fetched.items():
+            tp = TopicPartition(raw_tp.topic, raw_tp.partition)
+            if tp not in self._next:
+                continue
+            start = self._next[tp]
+            fresh = records if start is None else [r for r in records if r.offset >= start]
+            if fresh:
+                delivered[tp] = fresh
+                self._next[tp] = fresh[-1].offset + 1
+        return delivered

@@ -1,0 +1,1 @@
+"""The worker: tasks, join processing, output, commits."""

@@ -1,0 +1,1 @@
+"""Join processors: what one task does with each input record."""

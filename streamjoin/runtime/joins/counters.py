@@ -1,0 +1,26 @@
+"""What a join processor counts, for metrics and the worker's summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ("JoinCounters",)
+
+
+@dataclass(slots=True)
+class JoinCounters:
+    matched: int = 0
+    """Joined pairs emitted."""
+    unmatched: int = 0
+    """Left/outer non-matches emitted."""
+    late_dropped: int = 0
+    """Records that arrived after their window plus grace had closed."""
+    skipped: int = 0
+    """Records a join cannot use: null value, or null key on a side whose non-matches are not
+    emitted (as Kafka Streams)."""
+
+    def add(self, other: JoinCounters) -> None:
+        self.matched += other.matched
+        self.unmatched += other.unmatched
+        self.late_dropped += other.late_dropped
+        self.skipped += other.skipped

@@ -1,0 +1,59 @@
+"""The stream-table join of one task: each stream record meets the table's latest value for its
+key (as Kafka Streams' KStream-KTable join). Table updates change the table and emit nothing."""
+
+from __future__ import annotations
+
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.records import (
+    Joined,
+    JoinOutput,
+    Side,
+    SourceRecord,
+    pack_stored,
+    unpack_stored,
+)
+from streamjoin.state.kv_store import KeyValueStore
+
+__all__ = ("TableJoin",)
+
+
+class TableJoin:
+    def __init__(self, spec: JoinSpec, table: KeyValueStore) -> None:
+        self.counters = JoinCounters()
+        self._table = table
+        self._stream_serde = spec.left.value_serde
+        self._table_serde = spec.right.value_serde
+        self._left = spec.how == "left"
+
+    def process(self, record: SourceRecord) -> list[JoinOutput]:
+        if record.side is Side.RIGHT:
+            self._update_table(record)
+            return []
+        if record.value is None:
+            self.counters.skipped += 1
+            return []
+        this = Joined(self._stream_serde.deserialize(record.value), record.value, record.offset)
+        stored = self._table.get(record.key) if record.key is not None else None
+        if stored is None:
+            if not self._left:
+                return []
+            self.counters.unmatched += 1
+            return [JoinOutput(record.key, this, None, record.timestamp)]
+        table_offset, raw = unpack_stored(stored)
+        self.counters.matched += 1
+        that = Joined(self._table_serde.deserialize(raw), raw, table_offset)
+        return [JoinOutput(record.key, this, that, record.timestamp)]
+
+    def advance_to(self, stream_time: int) -> list[JoinOutput]:
+        """Stream time closes nothing in a stream-table join."""
+        return []
+
+    def _update_table(self, record: SourceRecord) -> None:
+        if record.key is None:
+            self.counters.skipped += 1
+        elif record.value is None:
+            self._table.delete(record.key, record.timestamp)
+        else:
+            self._table_serde.deserialize(record.value)  # a bad table value is a bad record
+            self._table.put(record.key, pack_stored(record.offset, record.value), record.timestamp)

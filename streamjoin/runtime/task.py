@@ -1,0 +1,147 @@
+"""One active join task: buffered input of both sides in, join results and dead letters out.
+
+The worker feeds it records fetched from Kafka; the test driver feeds it records directly.
+Both run the same code from here down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from streamjoin.dsl.serdes import SerdeError
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.runtime.dead_letters import BadRecordError, dead_letter
+from streamjoin.runtime.joins.records import JoinOutput, Side, SourceRecord
+from streamjoin.runtime.ordering import TimestampOrderedInputs
+from streamjoin.runtime.output import OutputWriter
+from streamjoin.runtime.sink import RecordSink
+from streamjoin.runtime.topology import JoinProcessor, TaskId
+
+__all__ = ("JoinTask",)
+
+logger = logging.getLogger(__name__)
+
+
+class JoinTask:
+    """Processes partition `task_id.partition` of both inputs of one join, in timestamp order.
+
+    Input records are aiokafka ConsumerRecords or anything with offset, timestamp, key, value.
+    """
+
+    def __init__(
+        self,
+        app_id: str,
+        spec: JoinSpec,
+        task_id: TaskId,
+        processor: JoinProcessor,
+        sink: RecordSink,
+        *,
+        on_error: Literal["dlq", "fail"] = "dlq",
+        max_idle_ms: int = 2_000,
+    ) -> None:
+        self.app_id = app_id
+        self.spec = spec
+        self.task_id = task_id
+        self.processor = processor
+        self.dead_letters = 0
+        self._sink = sink
+        self._on_error = on_error
+        self._output = OutputWriter(spec, task_id.partition, sink)
+        self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(2, max_idle_ms)
+        self._key_serdes = (spec.left.key_serde, spec.right.key_serde)
+        self._positions: dict[Side, int] = {}
+
+    @property
+    def records_out(self) -> int:
+        return self._output.written
+
+    def side_of(self, topic: str) -> Side:
+        if topic == self.spec.left.name:
+            return Side.LEFT
+        if topic == self.spec.right.name:
+            return Side.RIGHT
+        raise ValueError(f"task {self.task_id} does not read topic {topic!r}")
+
+    def add(self, side: Side, records: Iterable[Any]) -> None:
+        self._inputs.add(side, records)
+
+    def buffered(self) -> int:
+        return self._inputs.buffered()
+
+    def positions(self) -> dict[Side, int]:
+        """Next offset to consume per side: everything before it has been processed."""
+        return dict(self._positions)
+
+    def process(self, now_ms: float, caught_up: Callable[[Side], bool], budget: int = 1_000) -> int:
+        """Process up to `budget` buffered records in timestamp order; returns how many."""
+        done = 0
+        while done < budget:
+            picked = self._inputs.next(now_ms, lambda i: caught_up(Side(i)))
+            if picked is None:
+                break
+            index, record = picked
+            self._process_one(Side(index), record)
+            done += 1
+        return done
+
+    def advance_stream_time(self, stream_time: int) -> None:
+        """Emit what a record at `stream_time` would close, without one (test driver)."""
+        self._write(self.processor.advance_to(stream_time))
+
+    def _process_one(self, side: Side, record: Any) -> None:
+        try:
+            source = self._source(side, record)
+            results = self.processor.process(source)
+        except (SerdeError, BadRecordError) as error:
+            self._reject(side, record, error)
+        else:
+            self._write(results)
+        self._positions[side] = record.offset + 1
+
+    def _write(self, results: list[JoinOutput]) -> None:
+        for result in results:
+            try:
+                self._output.write(result)
+            except Exception as error:  # noqa: BLE001 - the user's joiner may raise anything
+                self._reject_result(result, error)
+
+    def _source(self, side: Side, record: Any) -> SourceRecord:
+        if record.timestamp < 0:
+            raise SerdeError(f"invalid timestamp {record.timestamp}")
+        if record.key is not None:
+            self._key_serdes[side].deserialize(record.key)
+        return SourceRecord(side, record.key, record.value, record.timestamp, record.offset)
+
+    def _topic(self, side: Side) -> str:
+        return self.spec.left.name if side is Side.LEFT else self.spec.right.name
+
+    def _reject(self, side: Side, record: Any, error: BaseException) -> None:
+        bad = (
+            error
+            if isinstance(error, BadRecordError)
+            else BadRecordError(
+                self.spec.name, self._topic(side), self.task_id.partition, record.offset, error
+            )
+        )
+        self._dead_letter(bad, record.key, record.value, max(record.timestamp, 0))
+
+    def _reject_result(self, result: JoinOutput, error: BaseException) -> None:
+        """The joiner (or the output serde) failed on a result: the dead letter carries its
+        left record if it has one, else its right record, and names it as the source."""
+        side, joined = (Side.LEFT, result.left) if result.left else (Side.RIGHT, result.right)
+        assert joined is not None
+        bad = BadRecordError(
+            self.spec.name, self._topic(side), self.task_id.partition, joined.offset, error
+        )
+        self._dead_letter(bad, result.key, joined.raw, result.timestamp)
+
+    def _dead_letter(
+        self, bad: BadRecordError, key: bytes | None, value: bytes | None, timestamp: int
+    ) -> None:
+        if self._on_error == "fail":
+            raise bad from bad.error
+        logger.warning("%s; sent to the dead-letter topic", bad)
+        self.dead_letters += 1
+        self._sink.send(dead_letter(self.app_id, bad, key, value, timestamp))

@@ -1,0 +1,274 @@
+"""The worker's active tasks: created when the group assigns their partitions, fed with fetched
+records, and handed back (committed, state suspended) when their partitions are revoked.
+
+A task whose state is still restoring does not hold up the others: its input partitions are
+paused until its stores are ready, while every other task keeps processing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.dsl.app import App
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.group.listener import RebalanceListener
+from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.records import Side
+from streamjoin.runtime.sink import RecordSink
+from streamjoin.runtime.task import JoinTask
+from streamjoin.runtime.topology import TaskId, build_processor, store_specs
+from streamjoin.state.manager import StateManager
+from streamjoin.state.specs import TaskSpec
+
+__all__ = ("FetchControl", "TaskManager")
+
+logger = logging.getLogger(__name__)
+
+
+class FetchControl(Protocol):
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+
+@dataclass(slots=True)
+class _Active:
+    """A task this worker owns: restoring (task is None) or running."""
+
+    spec: JoinSpec
+    inputs: tuple[TopicPartition, TopicPartition]
+    task: JoinTask | None = None
+    early: list[tuple[Side, list[Any]]] = field(default_factory=list)
+    """Records fetched before the state was ready."""
+    opening: asyncio.Task[None] | None = None
+
+
+class TaskManager(RebalanceListener):
+    def __init__(
+        self,
+        app: App,
+        *,
+        partitions: Mapping[str, int],
+        state: StateManager,
+        sink: RecordSink,
+        commit: Callable[[frozenset[TaskId]], Awaitable[None]],
+    ) -> None:
+        """`partitions`: each join's partition count; `commit(task_ids)` commits those tasks.
+        Set `fetch` to the consumer whose partitions are paused while their task restores."""
+        self.app = app
+        self._joins_by_topic: defaultdict[str, list[JoinSpec]] = defaultdict(list)
+        for spec in app.joins:
+            for topic in spec.input_topics:
+                self._joins_by_topic[topic].append(spec)
+        self._partitions = dict(partitions)
+        self._state = state
+        self._sink = sink
+        self.fetch: FetchControl | None = None
+        self._commit = commit
+        self._owned: set[TopicPartition] = set()
+        self.active: dict[TaskId, _Active] = {}
+        self.rebalances = 0
+        self.failure: BaseException | None = None
+        """Why a task could not be opened; the worker stops with it."""
+        self.records_in: Counter[str] = Counter()
+        self.retired: defaultdict[str, JoinCounters] = defaultdict(JoinCounters)
+        """Counters of tasks this worker no longer runs, by join."""
+        self.retired_dead_letters: Counter[str] = Counter()
+
+    # -- group callbacks ------------------------------------------------------------------------
+
+    async def on_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.rebalances += 1
+        self._owned |= partitions
+        for task_id in sorted(self._complete_tasks(partitions)):
+            if task_id not in self.active:
+                await self._open(task_id)
+        self._apply_pauses()
+
+    async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._owned -= partitions
+        leaving = self._tasks_reading(partitions)
+        if leaving:
+            await self._commit(frozenset(leaving))
+        for task_id in leaving:
+            await self._drop(task_id, clean=True)
+        self._apply_pauses()
+
+    async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._owned -= partitions
+        for task_id in self._tasks_reading(partitions):
+            await self._drop(task_id, clean=False)
+        self._apply_pauses()
+
+    # -- processing -----------------------------------------------------------------------------
+
+    def route(self, fetched: Mapping[TopicPartition, list[Any]]) -> int:
+        """Hand fetched records to the tasks that read them; returns the record count."""
+        count = 0
+        for tp, records in fetched.items():
+            count += len(records)
+            self.records_in[tp.topic] += len(records)
+            for spec in self._joins_by_topic.get(tp.topic, ()):
+                active = self.active.get(TaskId(spec.name, tp.partition))
+                if active is None:
+                    continue
+                side = Side.LEFT if tp.topic == spec.left.name else Side.RIGHT
+                if active.task is None:
+                    active.early.append((side, records))
+                else:
+                    active.task.add(side, records)
+        return count
+
+    def process(
+        self, now_ms: float, caught_up: Callable[[TopicPartition], bool], budget: int = 2_000
+    ) -> int:
+        """Process up to `budget` buffered records, a slice per running task in turn, so one
+        call never keeps the event loop (heartbeats, fetches) waiting for long."""
+        running = [a for a in self.active.values() if a.task is not None]
+        done = 0
+        while running and done < budget:
+            share = max(1, (budget - done) // len(running))
+            still_busy = []
+            for active in running:
+                assert active.task is not None
+
+                def side_caught_up(
+                    side: Side, inputs: tuple[TopicPartition, ...] = active.inputs
+                ) -> bool:
+                    return caught_up(inputs[side])
+
+                count = active.task.process(now_ms, side_caught_up, min(share, 200))
+                done += count
+                if count:
+                    still_busy.append(active)
+            running = still_busy
+        return done
+
+    def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
+        """Offsets to commit: per input partition, the lowest position of the running tasks
+        that read it (a partition some reading task has not started on is left out)."""
+        chosen = (
+            self.active
+            if task_ids is None
+            else {t: self.active[t] for t in task_ids if t in self.active}
+        )
+        lowest: dict[TopicPartition, int] = {}
+        blocked: set[TopicPartition] = set()
+        for active in chosen.values():
+            positions = active.task.positions() if active.task else {}
+            for side, tp in zip(Side, active.inputs, strict=True):
+                if side not in positions:
+                    blocked.add(tp)
+                elif tp not in lowest or positions[side] < lowest[tp]:
+                    lowest[tp] = positions[side]
+        return {tp: offset for tp, offset in lowest.items() if tp not in blocked}
+
+    def counters(self) -> dict[str, tuple[JoinCounters, int]]:
+        """Per join: its counters and dead letters, over every task this worker has run."""
+        totals: dict[str, tuple[JoinCounters, int]] = {}
+        for spec in self.app.joins:
+            counters = JoinCounters()
+            counters.add(self.retired[spec.name])
+            dead = self.retired_dead_letters[spec.name]
+            for task_id, active in self.active.items():
+                if task_id.join == spec.name and active.task is not None:
+                    counters.add(active.task.processor.counters)
+                    dead += active.task.dead_letters
+            totals[spec.name] = (counters, dead)
+        return totals
+
+    def buffered(self) -> int:
+        return sum(a.task.buffered() for a in self.active.values() if a.task is not None)
+
+    async def close(self) -> None:
+        """Stop opening tasks (the worker closes the state manager itself)."""
+        for active in self.active.values():
+            if active.opening is not None:
+                active.opening.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await active.opening
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _complete_tasks(self, partitions: Iterable[TopicPartition]) -> set[TaskId]:
+        """Tasks for which this worker now owns every input partition."""
+        found: set[TaskId] = set()
+        for tp in partitions:
+            for spec in self._joins_by_topic.get(tp.topic, ()):
+                inputs = self._inputs(spec, tp.partition)
+                if all(i in self._owned for i in inputs):
+                    found.add(TaskId(spec.name, tp.partition))
+        return found
+
+    def _tasks_reading(self, partitions: Iterable[TopicPartition]) -> list[TaskId]:
+        gone = set(partitions)
+        return sorted(t for t, a in self.active.items() if gone & set(a.inputs))
+
+    @staticmethod
+    def _inputs(spec: JoinSpec, partition: int) -> tuple[TopicPartition, TopicPartition]:
+        return TopicPartition(spec.left.name, partition), TopicPartition(spec.right.name, partition)
+
+    async def _open(self, task_id: TaskId) -> None:
+        spec = self.app.get_join(task_id.join)
+        task_spec = TaskSpec(
+            str(task_id), task_id.partition, self._partitions[spec.name], store_specs(spec)
+        )
+        active = _Active(spec, self._inputs(spec, task_id.partition))
+        self.active[task_id] = active
+        state = await self._state.open_active(task_spec)
+
+        async def become_ready() -> None:
+            await state.wait_ready()
+            settings = self.app.settings
+            active.task = JoinTask(
+                self.app.app_id,
+                spec,
+                task_id,
+                build_processor(spec, state),
+                self._sink,
+                on_error=settings.on_error,
+                max_idle_ms=settings.max_task_idle_ms,
+            )
+            for side, records in active.early:
+                active.task.add(side, records)
+            active.early.clear()
+            active.opening = None
+            logger.info("task %s is running", task_id)
+            self._apply_pauses()
+
+        active.opening = asyncio.create_task(become_ready(), name=f"open {task_id}")
+        active.opening.add_done_callback(self._opened)
+
+    def _opened(self, opening: asyncio.Task[None]) -> None:
+        if not opening.cancelled() and opening.exception() is not None:
+            self.failure = self.failure or opening.exception()
+
+    async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
+        active = self.active.pop(task_id)
+        if active.task is not None:
+            self.retired[task_id.join].add(active.task.processor.counters)
+            self.retired_dead_letters[task_id.join] += active.task.dead_letters
+        if active.opening is not None:
+            active.opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await active.opening
+        if clean:
+            await self._state.suspend(str(task_id))
+        else:
+            await self._state.close_task(str(task_id), clean=False)
+        logger.info("task %s %s", task_id, "suspended" if clean else "lost")
+
+    def _apply_pauses(self) -> None:
+        """Pause exactly the owned partitions read by a task that is not running yet."""
+        restoring = {tp for a in self.active.values() if a.task is None for tp in a.inputs}
+        owned = self._owned
+        if self.fetch is not None:
+            self.fetch.pause(owned & restoring)
+            self.fetch.resume(owned - restoring)

@@ -1,0 +1,205 @@
+"""The worker: one asyncio process running its share of an app's join tasks.
+
+    fetch (owned partitions) -> tasks (timestamp order, join, joiner) -> producer
+    every commit interval: flush producer (outputs, dead letters, changelogs)
+                           -> write checkpoints -> commit input offsets with the generation
+
+A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Tasks map
+to workers through the consumer group, with the `stream-join-sticky` assignor under the
+COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiokafka import AIOKafkaProducer
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.dsl.app import App
+from streamjoin.errors import ConfigurationError
+from streamjoin.group.consumer import CooperativeConsumer
+from streamjoin.group.errors import CommitFailedError
+from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.runtime.producer_sink import ProducerSink
+from streamjoin.runtime.task_manager import TaskManager
+from streamjoin.runtime.topic_check import check_topics
+from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
+from streamjoin.state.manager import StateManager
+
+__all__ = ("Worker", "WorkerOptions")
+
+logger = logging.getLogger(__name__)
+
+_MAX_BUFFERED = 50_000
+"""Input records buffered in tasks beyond which the worker stops fetching for a while."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """What `streamjoin worker` options override in the app's own settings."""
+
+    bootstrap: str | None = None
+    state_dir: Path | None = None
+    commit_interval_s: float | None = None
+    metrics_port: int | None = None
+    on_error: str | None = None
+    processing_guarantee: str = "at_least_once"
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 1_000
+    group_instance_id: str | None = None
+
+
+class Worker:
+    def __init__(self, app: App, options: WorkerOptions | None = None) -> None:
+        options = options or WorkerOptions()
+        if options.processing_guarantee != "at_least_once":
+            raise ConfigurationError(
+                f"processing guarantee {options.processing_guarantee!r} is not supported: "
+                "streamjoin runs at_least_once (outputs may repeat after a crash, never go missing)"
+            )
+        settings = app.settings
+        if options.on_error is not None:
+            if options.on_error not in ("dlq", "fail"):
+                raise ConfigurationError(f"--on-error {options.on_error!r}: use dlq or fail")
+            settings.on_error = options.on_error  # type: ignore[assignment]
+        self.app = app
+        self.options = options
+        self.bootstrap = options.bootstrap or settings.broker
+        self.state_dir = options.state_dir or settings.state_dir
+        self.commit_interval_s = options.commit_interval_s or settings.commit_interval_s
+        self._commit_lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self.manager: TaskManager | None = None
+        self.sink: ProducerSink | None = None
+        self.metrics = MetricsRegistry()
+
+    def stop(self) -> None:
+        """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
+        only from the event loop; signal handlers call it)."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        partitions = await check_topics(self.app, self.bootstrap)
+        if len(set(partitions.values())) > 1:
+            raise ConfigurationError(
+                "the joins of one app must have inputs with the same partition count for the "
+                f"stream-join-sticky assignor; got {partitions}. Run joins with different "
+                "partition counts as separate apps"
+            )
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024
+        )
+        await producer.start()
+        try:
+            await self._run(producer, partitions)
+        finally:
+            await producer.stop()
+
+    async def _run(self, producer: AIOKafkaProducer, partitions: dict[str, int]) -> None:
+        state = StateManager(
+            state_dir=self.state_dir,
+            app_id=self.app.app_id,
+            bootstrap=self.bootstrap,
+            producer=producer,
+        )
+        restores = RestoreTracker()
+        state.subscribe(restores)
+        await state.start()
+        sink = ProducerSink(producer)
+        topics = sorted({t for spec in self.app.joins for t in spec.input_topics})
+        manager = TaskManager(
+            self.app, partitions=partitions, state=state, sink=sink, commit=self._commit
+        )
+        consumer = CooperativeConsumer(
+            *topics,
+            bootstrap_servers=self.bootstrap,
+            group_id=self.app.app_id,
+            assignors=("stream-join-sticky",),
+            listener=manager,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=self.options.session_timeout_ms,
+            heartbeat_interval_ms=self.options.heartbeat_interval_ms,
+            group_instance_id=self.options.group_instance_id,
+        )
+        manager.fetch = consumer
+        self.manager, self.sink, self._state, self._consumer = manager, sink, state, consumer
+        register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
+        server = None
+        port = self.options.metrics_port
+        if port is not None:
+            server = MetricsServer(self.metrics, port)
+            await server.start()
+        await consumer.start()
+        try:
+            await self._loop()
+            logger.info("stopping: final commit")
+            await self._commit(None)
+        finally:
+            logger.info("stopping: leaving the group")
+            await consumer.stop()
+            await manager.close()
+            logger.info("stopping: closing the state stores")
+            await state.close()
+            if server is not None:
+                await server.stop()
+        logger.info("worker stopped")
+
+    async def _loop(self) -> None:
+        """Fetch, process, produce; commit every interval in the background, so a commit that
+        waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
+        assert self.manager is not None and self.sink is not None
+        manager, sink, consumer = self.manager, self.sink, self._consumer
+        next_commit = time.monotonic() + self.commit_interval_s
+        committing: asyncio.Task[None] | None = None
+        while not self._stopping.is_set():
+            if manager.failure is not None:
+                raise manager.failure
+            busy = manager.buffered() > 0
+            if manager.buffered() < _MAX_BUFFERED:
+                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+                manager.route(fetched)
+            processed = manager.process(time.monotonic() * 1000, self._caught_up)
+            await sink.drain()
+            if not processed and busy:
+                await asyncio.sleep(0.005)  # waiting on an idle side (max_task_idle_ms)
+            due = time.monotonic() >= next_commit or self._state.needs_flush
+            if due and (committing is None or committing.done()):
+                if committing is not None:
+                    committing.result()  # a failed flush stops the worker: nothing is lost
+                committing = asyncio.create_task(self._commit(None), name="commit")
+                next_commit = time.monotonic() + self.commit_interval_s
+        if committing is not None:
+            await committing
+
+    def _caught_up(self, tp: TopicPartition) -> bool:
+        return self._consumer.lag(tp) == 0
+
+    def _lag(self) -> list[tuple[TopicPartition, int]]:
+        return [
+            (tp, lag)
+            for tp in sorted(self._consumer.assignment())
+            if (lag := self._consumer.lag(tp)) is not None
+        ]
+
+    async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
+        """Commit the input offsets of `tasks` (None: every task) once everything their
+        processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
+        written. The offsets are taken first, so processing may go on while this waits."""
+        assert self.manager is not None and self.sink is not None
+        async with self._commit_lock:
+            offsets = self.manager.positions(tasks)
+            await self.sink.flush()
+            await self._state.commit()
+            if not offsets:
+                return
+            try:
+                await self._consumer.commit(offsets)
+            except CommitFailedError as exc:
+                logger.warning("offsets not committed (they will be reprocessed): %s", exc)

@@ -1,0 +1,122 @@
+"""The worker's Prometheus metrics, read at scrape time from the parts that count them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.metrics.registry import MetricsRegistry, Sample
+from streamjoin.runtime.producer_sink import ProducerSink
+from streamjoin.runtime.task_manager import TaskManager
+from streamjoin.state.events import RestoreProgress, StateEvent
+
+__all__ = ("RestoreTracker", "register_worker_metrics")
+
+
+class RestoreTracker:
+    """Latest restore figures per task, from the state manager's events."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, RestoreProgress] = {}
+
+    def __call__(self, event: StateEvent) -> None:
+        if isinstance(event, RestoreProgress):
+            self.latest[event.task_id] = event
+
+
+def register_worker_metrics(
+    registry: MetricsRegistry,
+    manager: TaskManager,
+    sink: ProducerSink,
+    restores: RestoreTracker,
+    lag: Callable[[], Iterable[tuple[TopicPartition, int]]],
+) -> None:
+    def by_topic(counts: dict[str, int]) -> list[Sample]:
+        return [((("topic", topic),), float(n)) for topic, n in sorted(counts.items())]
+
+    def per_join(field: str) -> Callable[[], list[Sample]]:
+        def collect() -> list[Sample]:
+            return [
+                ((("join", join),), float(getattr(counters, field)))
+                for join, (counters, _) in sorted(manager.counters().items())
+            ]
+
+        return collect
+
+    registry.register(
+        "records_in_total",
+        "counter",
+        "Input records fetched, by topic",
+        lambda: by_topic(manager.records_in),
+    )
+    registry.register(
+        "records_out_total",
+        "counter",
+        "Records produced (outputs and dead letters), by topic",
+        lambda: by_topic(sink.sent),
+    )
+    registry.register("join_matches_total", "counter", "Joined pairs emitted", per_join("matched"))
+    registry.register(
+        "join_unmatched_total", "counter", "Left/outer non-matches emitted", per_join("unmatched")
+    )
+    registry.register(
+        "late_dropped_total",
+        "counter",
+        "Records dropped: later than the join's grace period",
+        per_join("late_dropped"),
+    )
+    registry.register(
+        "dead_letters_total",
+        "counter",
+        "Bad records sent to the dead-letter topic",
+        lambda: [
+            ((("join", join),), float(dead))
+            for join, (_, dead) in sorted(manager.counters().items())
+        ],
+    )
+    registry.register(
+        "consumer_lag",
+        "gauge",
+        "Records behind the high watermark, by input partition",
+        lambda: [
+            ((("topic", tp.topic), ("partition", str(tp.partition))), float(n))
+            for tp, n in sorted(lag())
+        ],
+    )
+    registry.register(
+        "restore_remaining",
+        "gauge",
+        "Changelog records still to restore, by task",
+        lambda: [
+            ((("task", task), ("standby", str(p.standby).lower())), float(p.remaining))
+            for task, p in sorted(restores.latest.items())
+            if p.remaining is not None
+        ],
+    )
+    registry.register(
+        "restored_total",
+        "counter",
+        "Changelog records restored, by task",
+        lambda: [
+            ((("task", task), ("standby", str(p.standby).lower())), float(p.restored))
+            for task, p in sorted(restores.latest.items())
+        ],
+    )
+    registry.register(
+        "rebalances_total",
+        "counter",
+        "Assignments received from the group",
+        lambda: [((), float(manager.rebalances))],
+    )
+    registry.register(
+        "tasks",
+        "gauge",
+        "Active tasks on this worker, by state",
+        lambda: [
+            ((("state", "running"),), float(sum(1 for a in manager.active.values() if a.task))),
+            (
+                (("state", "restoring"),),
+                float(sum(1 for a in manager.active.values() if not a.task)),
+            ),
+        ],
+    )

@@ -1,0 +1,124 @@
+"""Key-value store: the latest value per key, ordered by key bytes, changelog compacted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
+
+from rocksdict import ReadOptions, WriteBatch
+
+from streamjoin.errors import ProtocolDecodeError
+from streamjoin.state.store_base import LocalStore
+
+__all__ = ("KeyValueStore", "merge_overlay")
+
+_MISSING = object()
+
+
+def merge_overlay(
+    base: Iterable[tuple[bytes, bytes]], overlay: Sequence[tuple[bytes, bytes | None]]
+) -> Iterator[tuple[bytes, bytes]]:
+    """Merge two key-ordered streams; `overlay` wins on equal keys and its None values delete."""
+    pending = iter(overlay)
+    head = next(pending, None)
+    for key, value in base:
+        while head is not None and head[0] < key:
+            if head[1] is not None:
+                yield head[0], head[1]
+            head = next(pending, None)
+        if head is not None and head[0] == key:
+            if head[1] is not None:
+                yield head[0], head[1]
+            head = next(pending, None)
+            continue
+        yield key, value
+    while head is not None:
+        if head[1] is not None:
+            yield head[0], head[1]
+        head = next(pending, None)
+
+
+class KeyValueStore(LocalStore):
+    """Bytes to bytes. Writes need a running active task; reads work in every role."""
+
+    def _load(self) -> None:
+        self._pending: dict[bytes, bytes | None] = {}
+        self._flushing: dict[bytes, bytes | None] = {}
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending) + len(self._flushing)
+
+    def get(self, key: bytes) -> bytes | None:
+        value = self._pending.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._flushing.get(key, _MISSING)
+            if value is _MISSING:
+                return cast("bytes | None", self._db.get(key))
+        return value  # type: ignore[return-value]
+
+    def put(self, key: bytes, value: bytes, timestamp: int | None = None) -> None:
+        """Set `key`; `timestamp` (ms) stamps the changelog record, default now."""
+        self._require_writer().append(key, value, timestamp)
+        self._pending[key] = value
+
+    def delete(self, key: bytes, timestamp: int | None = None) -> None:
+        self._require_writer().append(key, None, timestamp)
+        self._pending[key] = None
+
+    def range(
+        self, start: bytes | None = None, end: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with start <= key < end in key order, as of this call."""
+        layered = dict(self._flushing)
+        layered.update(self._pending)
+        overlay = sorted(
+            (key, value)
+            for key, value in layered.items()
+            if (start is None or key >= start) and (end is None or key < end)
+        )
+        options = ReadOptions()
+        if end is not None:
+            options.set_iterate_upper_bound(end)
+        base = cast(
+            "Iterator[tuple[bytes, bytes]]", self._db.items(from_key=start, read_opt=options)
+        )
+        return merge_overlay(base, overlay)
+
+    def _restore_batch(self, records: Sequence[Any]) -> WriteBatch:
+        batch = WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
+        record = None
+        try:
+            for record in records:
+                value = record.value
+                if value is None:
+                    delete(record.key)
+                else:
+                    put(record.key, value)
+        except (KeyError, TypeError) as exc:
+            offset = getattr(record, "offset", "?")
+            raise ProtocolDecodeError(
+                f"changelog record at offset {offset} for store {self.name!r} has no bytes key"
+            ) from exc
+        return batch
+
+    def begin_flush(self) -> None:
+        self._flushing.update(self._pending)
+        self._pending = {}
+
+    def finish_flush(self) -> None:
+        if not self._flushing:
+            return
+        batch = WriteBatch(raw_mode=True)
+        for key, value in self._flushing.items():
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        self._write(batch)
+        self._flushing = {}
+
+    def discard_pending(self) -> None:
+        self._pending = {}
+        self._flushing = {}

@@ -1,0 +1,200 @@
+"""The worker's entry point to local state: opens, restores, replicates, commits and closes the
+state of its tasks, and reports the figures the task assignor and the CLI need.
+
+The runtime drives it:
+    manager = StateManager(state_dir=..., app_id=..., bootstrap=..., producer=producer)
+    await manager.start()
+    task = await manager.open_active(spec)   # restores in the background
+    await task.wait_ready()                  # other tasks may still be restoring
+    task.window("left").put(...)             # processing
+    await producer.flush()                   # commit loop: outputs delivered,
+    await manager.commit()                   #   changelogs confirmed, then checkpoints,
+    ...                                      #   then the input offsets are committed
+    manager.offset_sums()                    # for the task assignor's SubscriptionInfo
+    await manager.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamjoin.state.changelog_topics import changelog_topic, ensure_changelogs
+from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
+from streamjoin.state.errors import ChangelogWriteError, StateError
+from streamjoin.state.events import StateEvents, StateListener
+from streamjoin.state.layout import StateDirectory
+from streamjoin.state.reader import ChangelogReader, ReaderConfig
+from streamjoin.state.specs import TaskSpec
+from streamjoin.state.task_state import TaskPhase, TaskState
+
+__all__ = ("StateConfig", "StateManager")
+
+
+@dataclass(frozen=True, slots=True)
+class StateConfig:
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    progress_interval_s: float = 0.5
+    """Least time between two RestoreProgress events of one task."""
+    max_pending_writes: int = 100_000
+    """`needs_flush` turns true once running tasks hold this many unflushed writes."""
+
+
+class StateManager:
+    """Local state of all of one worker's tasks (active, standby, suspended)."""
+
+    def __init__(
+        self,
+        *,
+        state_dir: Path | str,
+        app_id: str,
+        bootstrap: str,
+        producer: Any,
+        config: StateConfig | None = None,
+    ) -> None:
+        """`producer`: a started aiokafka producer without serializers, owned by the caller."""
+        self.app_id = app_id
+        self.config = config or StateConfig()
+        self.directory = StateDirectory(state_dir, app_id)
+        self.events = StateEvents()
+        self._bootstrap = bootstrap
+        self._producer = producer
+        self._reader = ChangelogReader(bootstrap, self.config.reader)
+        self._tasks: dict[str, TaskState] = {}
+        self._known_changelogs: set[str] = set()
+        self._changelog_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        await self._reader.start()
+
+    async def close(self) -> None:
+        """Close every task cleanly (flush, checkpoint), then the changelog reader."""
+        for task in list(self._tasks.values()):
+            await task.close()
+        self._tasks.clear()
+        await self._reader.close()
+
+    def subscribe(self, listener: StateListener) -> Callable[[], None]:
+        """Receive RestoreStarted/Progress/Completed and StateWiped events."""
+        return self.events.subscribe(listener)
+
+    def task(self, task_id: str) -> TaskState | None:
+        return self._tasks.get(task_id)
+
+    @property
+    def tasks(self) -> dict[str, TaskState]:
+        return dict(self._tasks)
+
+    async def open_active(self, spec: TaskSpec) -> TaskState:
+        """Make `spec` an active task here: restore in the background, then RUNNING.
+
+        A task already open on this worker (suspended, standby) keeps its stores and reads only
+        what its changelogs gained since. Await `wait_ready()` on the result before processing.
+        """
+        task = await self._open(spec)
+        await task.activate()
+        return task
+
+    async def open_standby(self, spec: TaskSpec) -> TaskState:
+        """Make `spec` a standby (or learner) here: tail its changelogs until told otherwise."""
+        task = await self._open(spec)
+        await task.become_standby()
+        return task
+
+    async def suspend(self, task_id: str) -> None:
+        """Stop the task but keep its stores open, in case it comes back to this worker."""
+        await self._get(task_id).suspend()
+
+    async def close_task(self, task_id: str, *, clean: bool = True) -> None:
+        """Close a task's stores (clean: flush and checkpoint first; see TaskState.close)."""
+        task = self._tasks.pop(task_id, None)
+        if task is not None:
+            await task.close(clean=clean)
+
+    async def flush(self) -> None:
+        """Flush every running active (confirm changelog writes, apply them locally).
+
+        Raises ChangelogWriteError if any failed; those tasks are SUSPENDED (see TaskState.flush).
+        """
+        running = [task for task in self._tasks.values() if task.phase is TaskPhase.RUNNING]
+        results = await asyncio.gather(*(task.flush() for task in running), return_exceptions=True)
+        failures = [result for result in results if isinstance(result, BaseException)]
+        if not failures:
+            return
+        if len(failures) == 1 or not all(isinstance(f, ChangelogWriteError) for f in failures):
+            raise failures[0]
+        raise ChangelogWriteError("; ".join(str(failure) for failure in failures)) from failures[0]
+
+    async def commit(self) -> None:
+        """The state part of the commit loop: flush, then write the checkpoints of open tasks
+        (not of restoring ones: their unlogged bulk writes would cost a memtable flush each
+        time; they are checkpointed once running, or when suspended or closed).
+
+        Commit input offsets only after this returns; if it raises ChangelogWriteError, do not.
+        """
+        await self.flush()
+        for task in self._tasks.values():
+            if task.phase is not TaskPhase.RESTORING:
+                task.checkpoint()
+
+    @property
+    def needs_flush(self) -> bool:
+        """Unflushed writes exceed `max_pending_writes`: call `flush()` (or commit) soon."""
+        pending = sum(task.pending_writes for task in self._tasks.values())
+        return pending >= self.config.max_pending_writes
+
+    def offset_sums(self) -> dict[str, int]:
+        """Task id -> offset sum, for every task with local state: -2 for a running active, the
+        sum of changelog positions otherwise, read from the checkpoint for unopened tasks."""
+        sums = {task_id: task.offset_sum() for task_id, task in self._tasks.items()}
+        for task_id in self.directory.task_ids_on_disk():
+            if task_id in sums:
+                continue
+            try:
+                checkpoint = read_checkpoint(self.directory.checkpoint_path(task_id))
+            except CheckpointUnreadable:
+                continue
+            if checkpoint:
+                sums[task_id] = sum(entry.offset for entry in checkpoint.values())
+        return sums
+
+    async def _open(self, spec: TaskSpec) -> TaskState:
+        task = self._tasks.get(spec.task_id)
+        if task is not None and task.spec != spec:
+            await self.close_task(spec.task_id)
+            task = None
+        if task is None:
+            await self._ensure_changelogs(spec)
+            task = TaskState(
+                spec,
+                app_id=self.app_id,
+                directory=self.directory,
+                producer=self._producer,
+                reader=self._reader,
+                events=self.events,
+                progress_interval_s=self.config.progress_interval_s,
+            )
+            self._tasks[spec.task_id] = task
+        return task
+
+    def _get(self, task_id: str) -> TaskState:
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise StateError(f"task {task_id!r} has no open state on this worker")
+        return task
+
+    async def _ensure_changelogs(self, spec: TaskSpec) -> None:
+        """Create or check the task's changelogs once per topic (never let the broker auto-create
+        one with a default partition count)."""
+        async with self._changelog_lock:
+            missing = {
+                store: spec.partition_count
+                for store in spec.stores
+                if changelog_topic(self.app_id, store.name) not in self._known_changelogs
+            }
+            if missing:
+                await ensure_changelogs(self._bootstrap, self.app_id, missing)
+                self._known_changelogs.update(changelog_topic(self.app_id, s.name) for s in missing)

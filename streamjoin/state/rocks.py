@@ -1,0 +1,41 @@
+"""Open RocksDB databases the way every store needs them: raw bytes, created on demand.
+
+Durability comes from the changelog, not from RocksDB: writes go through the WAL without fsync,
+and the WAL is synced only before a checkpoint claims the data (see TaskState.checkpoint).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rocksdict import Options, Rdict
+
+from streamjoin.state.errors import StateError, StoreLockedError
+
+__all__ = ("open_rocksdb",)
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    return options
+
+
+def open_rocksdb(path: Path) -> Rdict:
+    """Open (or create) the database at `path` in raw mode: keys and values are bytes.
+
+    Raises StoreLockedError when another handle holds its lock, StateError when it is unreadable.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        options = _options()
+        # Name the default column family explicitly: otherwise rocksdict reopens it with the
+        # options stored in the database, not these.
+        return Rdict(str(path), options, column_families={"default": options})
+    except Exception as exc:
+        if "lock" in str(exc).lower():
+            raise StoreLockedError(
+                f"state store {path} is in use by another worker or handle ({exc}); "
+                "give each worker process its own --state-dir"
+            ) from exc
+        raise StateError(f"cannot open state store {path}: {exc}") from exc

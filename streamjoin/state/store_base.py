@@ -1,0 +1,125 @@
+"""What the key-value and window stores share: a RocksDB database plus unconfirmed writes.
+
+An active store keeps its writes in memory (`pending`) and sends them to the changelog at the
+same time. A flush moves them aside (`begin_flush`), waits for the broker to confirm the
+changelog records, and only then writes them to RocksDB in one batch (`finish_flush`). So the
+local database never holds a write the changelog lacks: after a crash, replaying the changelog
+from the checkpoint yields exactly what the changelog holds. Reads see pending writes first.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rocksdict import Rdict, WriteBatch, WriteOptions
+
+from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.errors import StoreNotWritableError
+from streamjoin.state.rocks import open_rocksdb
+from streamjoin.state.specs import StoreSpec
+
+__all__ = ("LocalStore",)
+
+_UNLOGGED = WriteOptions()
+_UNLOGGED.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; stub says method
+
+
+class LocalStore(ABC):
+    """One store of one task, backed by its own RocksDB directory."""
+
+    def __init__(self, spec: StoreSpec, path: Path) -> None:
+        self.spec = spec
+        self.path = path
+        self._db: Rdict = open_rocksdb(path)
+        self._writer: ChangelogWriter | None = None
+        self._unlogged = False
+        self._load()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def attach_writer(self, writer: ChangelogWriter | None) -> None:
+        """Make the store writable through `writer`, or read-only with None."""
+        self._writer = writer
+
+    def _require_writer(self) -> ChangelogWriter:
+        writer = self._writer
+        if writer is None:
+            raise StoreNotWritableError(
+                f"store {self.name!r} at {self.path} is read-only: its task is not a running active"
+            )
+        return writer
+
+    @property
+    @abstractmethod
+    def pending_count(self) -> int:
+        """Writes not yet in RocksDB (pending and being flushed)."""
+
+    @abstractmethod
+    def _load(self) -> None:
+        """Read whatever in-memory state the store keeps next to the database."""
+
+    def restore(self, records: Sequence[Any], *, logged: bool = True) -> None:
+        """Apply changelog records (aiokafka ConsumerRecords, in offset order) to RocksDB.
+
+        `logged=False` skips RocksDB's write-ahead log, for a bulk restore: the records are
+        only durable once `sync` has flushed them (the changelog still has them meanwhile).
+        """
+        self._write(self._restore_batch(records), logged=logged)
+
+    @abstractmethod
+    def _restore_batch(self, records: Sequence[Any]) -> WriteBatch:
+        """The batch that applies changelog records."""
+
+    def _write(self, batch: WriteBatch, *, logged: bool = True) -> None:
+        if logged:
+            self._db.write(batch)
+        else:
+            self._db.write(batch, _UNLOGGED)
+            self._unlogged = True
+
+    @abstractmethod
+    def begin_flush(self) -> None:
+        """Set the pending writes aside; new writes start a fresh pending layer."""
+
+    @abstractmethod
+    def finish_flush(self) -> None:
+        """Write the set-aside writes to RocksDB (their changelog records are confirmed)."""
+
+    @abstractmethod
+    def discard_pending(self) -> None:
+        """Forget every write not yet in RocksDB (their changelog delivery failed or is moot)."""
+
+    def is_empty(self) -> bool:
+        return next(iter(self._db.keys()), None) is None
+
+    def sync(self) -> None:
+        """Make what RocksDB holds durable before a checkpoint refers to it."""
+        if self._unlogged:
+            self._db.flush()  # memtables to disk: the only copy of unlogged writes
+            self._unlogged = False
+        else:
+            self._db.flush_wal(True)
+
+    def flush_in_background(self) -> None:
+        """Start writing unlogged data to disk on RocksDB's own threads, so `sync` is quick."""
+        if self._unlogged:
+            self._db.flush(False)
+
+    def wipe(self) -> None:
+        """Delete the store's data and start empty (the changelog will refill it)."""
+        self.discard_pending()
+        self._db.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._db = open_rocksdb(self.path)
+        self._unlogged = False
+        self._load()
+
+    def close(self) -> None:
+        self._writer = None
+        self._db.close()

@@ -1,0 +1,320 @@
+"""The local state of one task: its stores, their changelog positions, its role, its checkpoint.
+
+Phases:  RESTORING (active, catching up) -> RUNNING (active, processing; writes allowed)
+         STANDBY (tails the changelogs forever)      SUSPENDED (open, idle)      CLOSED
+Any open phase may move to any other; the stores stay open throughout, so a task that comes
+back to this worker reads only what its changelogs gained meanwhile (usually nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from typing import Any
+
+from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.errors import ChangelogWriteError, StateError
+from streamjoin.state.events import (
+    RestoreCompleted,
+    RestoreProgress,
+    RestoreStarted,
+    StateEvents,
+)
+from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.state.layout import StateDirectory
+from streamjoin.state.reader import ChangelogReader
+from streamjoin.state.specs import TaskSpec
+from streamjoin.state.store_base import LocalStore
+from streamjoin.state.task_stores import TaskStores
+from streamjoin.state.window_store import WindowStore
+
+__all__ = ("RUNNING_ACTIVE_OFFSET_SUM", "TaskPhase", "TaskState")
+
+logger = logging.getLogger(__name__)
+
+RUNNING_ACTIVE_OFFSET_SUM = -2
+"""Offset sum a running active reports: caught up by definition (Kafka Streams' LATEST)."""
+
+
+class TaskPhase(enum.Enum):
+    RESTORING = "restoring"
+    RUNNING = "running"
+    STANDBY = "standby"
+    SUSPENDED = "suspended"
+    CLOSED = "closed"
+
+
+class _StoreChangelog:
+    """Connects one store to the changelog reader (the reader's sink)."""
+
+    def __init__(self, task: TaskState, store: LocalStore) -> None:
+        self._task = task
+        self._store = store
+
+    def start_offset(self) -> int | None:
+        return self._task.positions[self._store.name]
+
+    def apply(self, records: list[Any]) -> None:
+        # A restoring active skips RocksDB's log (synced once, when it completes); a standby,
+        # checkpointed at every commit, keeps it so that a checkpoint costs no memtable flush.
+        self._store.restore(records, logged=self._task.phase is not TaskPhase.RESTORING)
+        self._task.restored += len(records)
+
+    def progress(self, position: int, highwater: int) -> None:
+        self._task.on_progress(self._store.name, position, highwater)
+
+    def reset(self, reason: str) -> None:
+        self._task.on_reset(self._store, reason)
+
+    def fail(self, error: BaseException) -> None:
+        self._task.on_failure(error)
+
+
+class TaskState:
+    """Created and driven by StateManager; the runtime reads `phase` and uses the stores."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        *,
+        app_id: str,
+        directory: StateDirectory,
+        producer: Any,
+        reader: ChangelogReader,
+        events: StateEvents,
+        progress_interval_s: float,
+    ) -> None:
+        self.spec = spec
+        self.task_id = spec.task_id
+        self.phase = TaskPhase.SUSPENDED
+        self.restored = 0
+        """Records applied from the changelogs since the task last began reading."""
+        self._producer = producer
+        self._reader = reader
+        self._events = events
+        self._progress_interval_s = progress_interval_s
+        self._writers: dict[str, ChangelogWriter] = {}
+        self._highwaters: dict[str, int] = {}
+        self._lock = asyncio.Lock()
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._read_started = 0.0
+        self._last_progress = 0.0
+        self.local = TaskStores(spec, app_id=app_id, directory=directory, events=events)
+
+    # -- stores -------------------------------------------------------------------------------
+
+    @property
+    def stores(self) -> dict[str, LocalStore]:
+        return self.local.stores
+
+    @property
+    def positions(self) -> dict[str, int | None]:
+        """Store name -> changelog offset its local data reflects (None: read from the start)."""
+        return self.local.positions
+
+    def kv(self, name: str) -> KeyValueStore:
+        return self.local.typed(name, KeyValueStore)
+
+    def window(self, name: str) -> WindowStore:
+        return self.local.typed(name, WindowStore)
+
+    # -- figures for the assignor, the CLI and metrics -----------------------------------------
+
+    @property
+    def pending_writes(self) -> int:
+        return self.local.pending_writes
+
+    def offset_sum(self) -> int:
+        """-2 for a running active, else the sum of the stores' changelog positions."""
+        if self.phase is TaskPhase.RUNNING:
+            return RUNNING_ACTIVE_OFFSET_SUM
+        return self.local.position_sum()
+
+    def lag(self) -> int | None:
+        """Records behind the changelogs' ends; 0 when running, None while an end is unknown."""
+        if self.phase is TaskPhase.RUNNING:
+            return 0
+        if len(self._highwaters) < len(self.stores):
+            return None
+        return sum(
+            max(0, self._highwaters[name] - (position or 0))
+            for name, position in self.positions.items()
+        )
+
+    async def wait_ready(self) -> None:
+        """Return once the task is a running active; raise if it fails or leaves RESTORING."""
+        await asyncio.shield(self._ready)
+
+    # -- lifecycle (driven by StateManager) ------------------------------------------------------
+
+    async def activate(self) -> None:
+        """Become an active: read the changelogs up to their ends, then RUNNING."""
+        async with self._lock:
+            self._check_open()
+            if self.phase in (TaskPhase.RUNNING, TaskPhase.RESTORING):
+                return
+            if self.phase is TaskPhase.STANDBY:
+                self._stop_reading()  # re-read the ends afresh: a standby's may be stale
+            self._ready = asyncio.get_running_loop().create_future()
+            self.phase = TaskPhase.RESTORING
+            self._begin_reading(standby=False)
+
+    async def become_standby(self) -> None:
+        """Tail the changelogs continuously (standby or learner)."""
+        async with self._lock:
+            self._check_open()
+            if self.phase is TaskPhase.STANDBY:
+                return
+            await self._leave_phase("it became a standby")
+            self.phase = TaskPhase.STANDBY
+            self._begin_reading(standby=True)
+
+    async def suspend(self) -> None:
+        """Stop processing or reading; flush and checkpoint; keep the stores open."""
+        async with self._lock:
+            if self.phase in (TaskPhase.SUSPENDED, TaskPhase.CLOSED):
+                return
+            await self._leave_phase("it was suspended")
+            self.checkpoint()
+            self.phase = TaskPhase.SUSPENDED
+
+    async def close(self, *, clean: bool = True) -> None:
+        """Close the stores. Clean: flush (a failed flush is logged, not raised: the writes it
+        drops are reprocessed from the input) and checkpoint. Not clean (the task was lost):
+        drop unconfirmed writes and leave the last checkpoint as it is."""
+        async with self._lock:
+            if self.phase is TaskPhase.CLOSED:
+                return
+            if clean:
+                try:
+                    await self._leave_phase("it was closed")
+                except ChangelogWriteError as exc:  # the task is consistent without them
+                    logger.warning(
+                        "task %s closes without its unconfirmed writes: %s", self.task_id, exc
+                    )
+                self.checkpoint()
+            else:
+                self._stop_reading()
+                await self._close_writers()
+                self._fail_ready(StateError(f"task {self.task_id!r} was closed"))
+            self.local.close()
+            self.phase = TaskPhase.CLOSED
+
+    async def flush(self) -> None:
+        """Running active: wait for the broker to confirm the changelog writes so far, then
+        write them to RocksDB. On ChangelogWriteError the task is SUSPENDED with its
+        unconfirmed writes dropped: do not commit input offsets; activate it again."""
+        async with self._lock:
+            if self.phase is TaskPhase.RUNNING:
+                await self._flush_locked()
+
+    def checkpoint(self) -> None:
+        """Durably record the stores' positions (unchanged ones are not rewritten). For a
+        running active the positions cover only flushed writes: call after `flush`."""
+        if self.phase is not TaskPhase.CLOSED:
+            self.local.checkpoint()
+
+    def _check_open(self) -> None:
+        if self.phase is TaskPhase.CLOSED:
+            raise StateError(
+                f"task {self.task_id!r} is closed; open it again through the StateManager"
+            )
+
+    async def _leave_phase(self, why: str) -> None:
+        if self.phase is TaskPhase.RUNNING:
+            await self._flush_locked()
+            await self._close_writers()
+        elif self.phase in (TaskPhase.RESTORING, TaskPhase.STANDBY):
+            self._stop_reading()
+        self._fail_ready(StateError(f"task {self.task_id!r} will not run: {why}"))
+
+    async def _flush_locked(self) -> None:
+        marks = {}
+        for name, store in self.stores.items():
+            store.begin_flush()
+            marks[name] = self._writers[name].seal()
+        confirmed: dict[str, int | None] = {}
+        try:
+            for name, mark in marks.items():
+                confirmed[name] = await self._writers[name].wait_confirmed(mark)
+        except ChangelogWriteError:
+            for store in self.stores.values():
+                store.discard_pending()
+            await self._close_writers()
+            self.phase = TaskPhase.SUSPENDED
+            raise
+        for name, store in self.stores.items():
+            store.finish_flush()
+            if confirmed[name] is not None:
+                self.positions[name] = confirmed[name]
+
+    async def _close_writers(self) -> None:
+        for store in self.stores.values():
+            store.attach_writer(None)
+        writers, self._writers = self._writers, {}
+        for writer in writers.values():
+            await writer.close()
+
+    def _fail_ready(self, error: StateError) -> None:
+        if not self._ready.done():
+            self._ready.set_exception(error)
+            self._ready.exception()  # a later wait_ready() still raises; nobody waiting is fine
+
+    # -- reading changelogs (callbacks from the reader) ----------------------------------------
+
+    def _begin_reading(self, *, standby: bool) -> None:
+        self.restored = 0
+        self._read_started = self._last_progress = time.monotonic()
+        self._highwaters.clear()
+        for name, store in self.stores.items():
+            self._reader.track(
+                self.local.topics[name], self.spec.partition, _StoreChangelog(self, store)
+            )
+        start = {name: position or 0 for name, position in self.positions.items()}
+        self._events.publish(RestoreStarted(self.task_id, standby, start))
+
+    def _stop_reading(self) -> None:
+        for name in self.stores:
+            self._reader.untrack(self.local.topics[name], self.spec.partition)
+        self._highwaters.clear()
+
+    def on_progress(self, store: str, position: int, highwater: int) -> None:
+        self.positions[store] = position
+        self._highwaters[store] = highwater
+        remaining = self.lag()
+        if self.phase is TaskPhase.RESTORING and remaining == 0:
+            self._complete_restore()
+            return
+        now = time.monotonic()
+        if now - self._last_progress >= self._progress_interval_s:
+            self._last_progress = now
+            standby = self.phase is TaskPhase.STANDBY
+            self._events.publish(RestoreProgress(self.task_id, standby, self.restored, remaining))
+
+    def _complete_restore(self) -> None:
+        self._stop_reading()
+        for name, store in self.stores.items():
+            store.flush_in_background()  # the next checkpoint (commit) finds it done
+            writer = ChangelogWriter(self._producer, self.local.topics[name], self.spec.partition)
+            self._writers[name] = writer
+            store.attach_writer(writer)
+        self.phase = TaskPhase.RUNNING
+        seconds = time.monotonic() - self._read_started
+        logger.info("task %s restored %d records in %.2fs", self.task_id, self.restored, seconds)
+        self._events.publish(RestoreCompleted(self.task_id, self.restored, seconds))
+        if not self._ready.done():
+            self._ready.set_result(None)
+
+    def on_reset(self, store: LocalStore, reason: str) -> None:
+        self.local.wipe(store, reason)
+        self._highwaters.pop(store.name, None)
+
+    def on_failure(self, error: BaseException) -> None:
+        self._stop_reading()
+        if self.phase in (TaskPhase.RESTORING, TaskPhase.STANDBY):
+            self.phase = TaskPhase.SUSPENDED
+        self._fail_ready(
+            StateError(f"task {self.task_id!r}: reading its changelogs failed: {error}")
+        )

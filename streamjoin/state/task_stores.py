@@ -1,0 +1,132 @@
+"""A task's open stores and the changelog offset that each one's local data reflects.
+
+Opening decides what local data is worth. A store is trusted from the offset its checkpoint
+entry names; with no usable entry (no checkpoint, an unreadable one, or one written for another
+changelog), or with RocksDB files that cannot be opened, its local data is wiped, with a
+warning, and it restores from the beginning.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import TypeVar
+
+from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.checkpoint import (
+    CheckpointUnreadable,
+    StoreOffset,
+    read_checkpoint,
+    write_checkpoint,
+)
+from streamjoin.state.errors import StateError, StoreLockedError
+from streamjoin.state.events import StateEvents, StateWiped
+from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.state.layout import StateDirectory
+from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
+from streamjoin.state.store_base import LocalStore
+from streamjoin.state.window_store import WindowStore
+
+__all__ = ("TaskStores",)
+
+logger = logging.getLogger(__name__)
+
+_S = TypeVar("_S", bound=LocalStore)
+
+
+class TaskStores:
+    def __init__(
+        self, spec: TaskSpec, *, app_id: str, directory: StateDirectory, events: StateEvents
+    ) -> None:
+        self.spec = spec
+        self.topics = {store.name: changelog_topic(app_id, store.name) for store in spec.stores}
+        self.stores: dict[str, LocalStore] = {}
+        self.positions: dict[str, int | None] = {}
+        """Store name -> changelog offset its local data reflects (None: read from the start)."""
+        self._checkpoint_path = directory.checkpoint_path(spec.task_id)
+        self._events = events
+        self._last_checkpoint: dict[str, StoreOffset] | None = None
+        try:
+            checkpoint = read_checkpoint(self._checkpoint_path)
+            problem = "there is no checkpoint"
+        except CheckpointUnreadable as exc:
+            checkpoint, problem = None, f"the checkpoint is unreadable ({exc})"
+        for store_spec in spec.stores:
+            store, readable = self._open(
+                store_spec, directory.store_dir(spec.task_id, store_spec.name)
+            )
+            self.stores[store_spec.name] = store
+            entry = None if checkpoint is None else checkpoint.get(store_spec.name)
+            if (
+                readable
+                and entry is not None
+                and (entry.topic, entry.partition)
+                == (
+                    self.topics[store_spec.name],
+                    spec.partition,
+                )
+            ):
+                self.positions[store_spec.name] = entry.offset
+                continue
+            self.positions[store_spec.name] = None
+            if not store.is_empty():
+                self.wipe(store, problem if checkpoint is None else "the checkpoint lacks it")
+
+    def _open(self, spec: StoreSpec, path: Path) -> tuple[LocalStore, bool]:
+        """The opened store, and False if its files were unreadable and had to be deleted."""
+        kind = KeyValueStore if spec.kind is StoreKind.KEY_VALUE else WindowStore
+        try:
+            return kind(spec, path), True
+        except StoreLockedError:
+            raise
+        except StateError as exc:
+            self._announce_wipe(spec.name, f"its files cannot be opened ({exc})")
+            shutil.rmtree(path, ignore_errors=True)
+            return kind(spec, path), False
+
+    def typed(self, name: str, kind: type[_S]) -> _S:
+        store = self.stores.get(name)
+        if not isinstance(store, kind):
+            raise StateError(f"task {self.spec.task_id!r} has no {kind.__name__} named {name!r}")
+        return store
+
+    def wipe(self, store: LocalStore, reason: str) -> None:
+        self._announce_wipe(store.name, reason)
+        store.wipe()
+        self.positions[store.name] = None
+
+    def _announce_wipe(self, store: str, reason: str) -> None:
+        logger.warning(
+            "task %s: wiping store %r, it will be restored from its changelog's beginning: %s",
+            self.spec.task_id,
+            store,
+            reason,
+        )
+        self._events.publish(StateWiped(self.spec.task_id, store, reason))
+
+    @property
+    def pending_writes(self) -> int:
+        return sum(store.pending_count for store in self.stores.values())
+
+    def position_sum(self) -> int:
+        return sum(position or 0 for position in self.positions.values())
+
+    def checkpoint(self) -> None:
+        """Durably record the positions: sync RocksDB, then replace the checkpoint file.
+        Skipped when nothing changed since the last one."""
+        offsets = {
+            name: StoreOffset(self.topics[name], self.spec.partition, position)
+            for name, position in self.positions.items()
+            if position is not None
+        }
+        if offsets == self._last_checkpoint:
+            return
+        for store in self.stores.values():
+            store.sync()
+        write_checkpoint(self._checkpoint_path, self.spec.task_id, offsets)
+        self._last_checkpoint = offsets
+
+    def close(self) -> None:
+        for store in self.stores.values():
+            store.close()

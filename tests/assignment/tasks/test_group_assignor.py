@@ -1,0 +1,100 @@
+"""The task assignor behind the consumer group: SubscriptionInfo in, partitions and roles out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from streamjoin.assignment.model import Subscription, TopicPartition
+from streamjoin.assignment.task_metadata import (
+    NO_PROBE,
+    SubscriptionInfo,
+    decode_assignment_info,
+    encode_subscription_info,
+)
+from streamjoin.assignment.tasks.group_assignor import Subtopology, TaskPartitionAssignor
+from streamjoin.assignment.tasks.model import AssignorSettings, TaskId
+
+TOPICS = ("imps", "clicks")
+COUNTS = {"imps": 2, "clicks": 2}
+
+
+def make(ends: Mapping[TaskId, int] | None, lag: int = 0) -> TaskPartitionAssignor:
+    async def end_offsets(tasks: Sequence[TaskId]) -> Mapping[TaskId, int]:
+        if ends is None:
+            raise TimeoutError("broker too slow")
+        return {t: ends[t] for t in tasks}
+
+    return TaskPartitionAssignor(
+        [Subtopology(TOPICS)],
+        AssignorSettings(acceptable_recovery_lag=lag),
+        member_info=lambda: SubscriptionInfo("unused"),
+        end_offsets=end_offsets,
+        clock=lambda: 1_000.0,
+    )
+
+
+def member(
+    process: str, owned: Sequence[int] = (), sums: Mapping[TaskId, int] | None = None
+) -> Subscription:
+    info = SubscriptionInfo(process, endpoint=f"{process}:9100", offset_sums=dict(sums or {}))
+    partitions = tuple(TopicPartition(t, p) for p in owned for t in TOPICS)
+    return Subscription(TOPICS, encode_subscription_info(info), partitions)
+
+
+def run(
+    assignor: TaskPartitionAssignor, subscriptions: dict[str, Subscription]
+) -> dict[str, object]:
+    asyncio.run(assignor.before_assign(COUNTS, subscriptions))
+    return dict(assignor.assign(COUNTS, subscriptions))
+
+
+def test_a_new_worker_learns_while_the_owner_keeps_the_task() -> None:
+    ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
+    assignor = make(ends)
+    subscriptions = {
+        "m-old": member("old", owned=(0, 1), sums={TaskId(0, 0): -2, TaskId(0, 1): -2}),
+        "m-new": member("new"),
+    }
+    result = run(assignor, subscriptions)
+    old, new = result["m-old"], result["m-new"]
+    assert {tp.partition for tp in old.partitions} == {0, 1}  # type: ignore[attr-defined]
+    assert new.partitions == ()  # type: ignore[attr-defined]
+    told = decode_assignment_info(new.user_data)  # type: ignore[attr-defined]
+    assert len(told.learner) == 1 and told.active == ()
+    assert told.next_probe_ms == 1_000_000 + 600_000
+    assert decode_assignment_info(old.user_data).partitions_by_host["old:9100"]  # type: ignore[attr-defined]
+
+
+def test_a_caught_up_learner_is_promoted() -> None:
+    ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
+    assignor = make(ends)
+    subscriptions = {
+        "m-old": member("old", owned=(0, 1), sums={TaskId(0, 0): -2, TaskId(0, 1): -2}),
+        "m-new": member("new", sums={TaskId(0, 1): 700}),
+    }
+    result = run(assignor, subscriptions)
+    told_new = decode_assignment_info(result["m-new"].user_data)  # type: ignore[attr-defined]
+    assert told_new.active == (TaskId(0, 1),) and told_new.learner == ()
+    assert told_new.next_probe_ms == NO_PROBE
+    assert {tp.partition for tp in result["m-new"].partitions} == {1}  # type: ignore[attr-defined]
+
+
+def test_unknown_end_offsets_keep_the_actives_and_schedule_a_follow_up() -> None:
+    assignor = make(None)
+    subscriptions = {
+        "m-old": member("old", owned=(0, 1), sums={TaskId(0, 0): -2, TaskId(0, 1): -2}),
+        "m-new": member("new"),
+    }
+    result = run(assignor, subscriptions)
+    assert {tp.partition for tp in result["m-old"].partitions} == {0, 1}  # type: ignore[attr-defined]
+    told = decode_assignment_info(result["m-new"].user_data)  # type: ignore[attr-defined]
+    assert told.next_probe_ms != NO_PROBE
+
+
+def test_undecodable_user_data_is_a_new_process_not_a_crash() -> None:
+    assignor = make({TaskId(0, 0): 0, TaskId(0, 1): 0})
+    subscriptions = {"m-bad": Subscription(TOPICS, b"\x00\x07garbage"), "m-ok": member("ok")}
+    result = run(assignor, subscriptions)
+    assigned = sorted(tp for a in result.values() for tp in a.partitions)  # type: ignore[attr-defined]
+    assert assigned == sorted(TopicPartition(t, p) for t in TOPICS for p in (0, 1))

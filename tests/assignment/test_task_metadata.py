@@ -1,0 +1,71 @@
+"""SubscriptionInfo and AssignmentInfo round trips, newer versions and bad bytes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.assignment.task_metadata import (
+    AssignmentInfo,
+    SubscriptionInfo,
+    decode_assignment_info,
+    decode_subscription_info,
+    encode_assignment_info,
+    encode_subscription_info,
+)
+from streamjoin.assignment.tasks.model import TaskId
+from streamjoin.errors import ProtocolDecodeError
+
+tasks = st.builds(TaskId, st.integers(0, 50), st.integers(0, 500))
+task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sorted(ts)))
+
+
+@given(
+    process=st.text(min_size=1, max_size=40),
+    capacity=st.integers(1, 64),
+    endpoint=st.none() | st.text(max_size=30),
+    counter=st.integers(-(2**31), 2**31 - 1),
+    sums=st.dictionaries(tasks, st.integers(-2, 2**62), max_size=30),
+    standby=task_tuples,
+)
+def test_subscription_info_round_trip(
+    process: str,
+    capacity: int,
+    endpoint: str | None,
+    counter: int,
+    sums: dict[TaskId, int],
+    standby: tuple[TaskId, ...],
+) -> None:
+    info = SubscriptionInfo(process, capacity, endpoint, counter, sums, standby)
+    assert decode_subscription_info(encode_subscription_info(info)) == info
+
+
+@given(active=task_tuples, standby=task_tuples, learner=task_tuples, probe=st.integers(-1, 2**50))
+def test_assignment_info_round_trip(
+    active: tuple[TaskId, ...], standby: tuple[TaskId, ...], learner: tuple[TaskId, ...], probe: int
+) -> None:
+    hosts = {"w1:9100": (TopicPartition("a", 0), TopicPartition("b", 3))}
+    info = AssignmentInfo(active, standby, learner, hosts, probe, 0)
+    assert decode_assignment_info(encode_assignment_info(info)) == info
+
+
+def test_a_newer_version_is_read_for_its_common_fields() -> None:
+    info = SubscriptionInfo("p1", 2, None, 7, {TaskId(0, 1): 42}, version=2, latest_supported=2)
+    decoded = decode_subscription_info(encode_subscription_info(info) + b"future fields")
+    assert (decoded.process_id, decoded.offset_sums, decoded.version) == (
+        "p1",
+        {TaskId(0, 1): 42},
+        2,
+    )
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=3)) + b"\x00" * 9
+    assert decode_assignment_info(later).active == (TaskId(0, 0),)
+
+
+def test_bad_bytes_raise_protocol_decode_error() -> None:
+    good = encode_subscription_info(SubscriptionInfo("p1"))
+    with pytest.raises(ProtocolDecodeError, match="SubscriptionInfo: truncated"):
+        decode_subscription_info(good[:-3])
+    with pytest.raises(ProtocolDecodeError, match="unknown version 0"):
+        decode_assignment_info(b"\x00\x00\x00\x01")

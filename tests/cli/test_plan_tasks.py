@@ -1,0 +1,92 @@
+"""`streamjoin plan --tasks`: the function the plan command calls, and the command itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from streamjoin.assignment import plan_tasks
+from streamjoin.cli import app
+from streamjoin.cli.plan_tasks import run_task_plan
+
+SCENARIO: dict[str, Any] = {
+    "config": {"acceptable_recovery_lag": 100, "max_warmup_replicas": 1, "num_standby_replicas": 0},
+    "tasks": {
+        **{f"0_{p}": {"stateful": True, "end_offset": 150000} for p in range(4)},
+        "1_0": {"stateful": False},
+    },
+    "clients": {
+        "c1": {"active": ["0_0", "0_1", "0_2", "0_3"], "offsets": {f"0_{p}": -2 for p in range(4)}},
+        "c2": {"capacity": 3},
+    },
+}
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Path) -> Path:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(SCENARIO))
+    return path
+
+
+def without_timing(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "assign_ms"}
+
+
+def test_json_output_is_what_plan_tasks_returns(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_task_plan(scenario_file, as_json=True)
+    printed = json.loads(capsys.readouterr().out)
+    assert without_timing(printed) == without_timing(plan_tasks(SCENARIO))
+    assert isinstance(printed["assign_ms"], float)
+
+
+def test_readable_output_shows_roles_balance_and_pending_moves(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_task_plan(scenario_file, as_json=False)
+    out = capsys.readouterr().out
+    assert "acceptable lag 100, warm-ups 1, standbys 0" in out
+    assert "c1      1        4  0_0-3" in out
+    assert "valid" in out.splitlines()
+    assert "follow-up rebalance needed: 3 moves under way" in out
+    assert "(warming up as a learner)" in out
+    assert "(waiting for warm-up budget)" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        (json.dumps({"tasks": {"0_0": {}}, "clients": {}}), '"clients" is empty'),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(typer.Exit) as exited:
+        run_task_plan(path, as_json=False)
+    assert exited.value.exit_code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_missing_file_exits_with_status_2(tmp_path: Path) -> None:
+    with pytest.raises(typer.Exit) as exited:
+        run_task_plan(tmp_path / "nope.json", as_json=True)
+    assert exited.value.exit_code == 2
+
+
+def test_the_plan_command_with_tasks(scenario_file: Path) -> None:
+    result = CliRunner().invoke(app, ["plan", "--tasks", str(scenario_file), "--json"])
+    assert result.exit_code == 0, result.output
+    assert without_timing(json.loads(result.stdout)) == without_timing(plan_tasks(SCENARIO))

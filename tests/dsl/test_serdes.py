@@ -1,0 +1,95 @@
+"""Serdes: bytes, str, JSON, dataclasses and faust-streaming Records, and their errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import faust
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.dsl.serdes import (
+    BytesSerde,
+    DataclassSerde,
+    FaustRecordSerde,
+    JsonSerde,
+    SerdeError,
+    StrSerde,
+    serde_for,
+)
+from streamjoin.errors import ConfigurationError
+
+
+@dataclass
+class Click:
+    auction_id: str
+    timestamp_ms: int
+
+
+class Impression(faust.Record, serializer="json"):
+    auction_id: str
+    campaign: str
+
+
+def test_serde_for_each_declared_type() -> None:
+    assert isinstance(serde_for(bytes), BytesSerde)
+    assert isinstance(serde_for(str), StrSerde)
+    assert isinstance(serde_for(dict), JsonSerde)
+    assert isinstance(serde_for(Click), DataclassSerde)
+    assert isinstance(serde_for(Impression), FaustRecordSerde)
+    custom = StrSerde()
+    assert serde_for(custom) is custom
+    with pytest.raises(ConfigurationError, match="no serde for value type <class 'int'>"):
+        serde_for(int)
+
+
+def test_faust_records_read_what_faust_writes_and_back() -> None:
+    serde = serde_for(Impression)
+    written_by_faust = Impression("a1", "spring").dumps()
+    decoded = serde.deserialize(written_by_faust)
+    assert decoded == Impression("a1", "spring")
+    assert Impression.loads(serde.serialize(decoded)) == decoded
+
+
+def test_dataclass_round_trip_ignores_unknown_fields() -> None:
+    serde = serde_for(Click)
+    assert serde.deserialize(serde.serialize(Click("a", 5))) == Click("a", 5)
+    assert serde.deserialize(b'{"auction_id":"a","timestamp_ms":5,"extra":1}') == Click("a", 5)
+
+
+@pytest.mark.parametrize(
+    ("value_type", "data", "message"),
+    [
+        (Click, b'{"auction_id": "a"}', "does not fit Click"),
+        (Click, b"[1, 2]", "expected a JSON object for Click"),
+        (Impression, b"{oops", "not JSON"),
+        (str, b"\xff", "not UTF-8"),
+        (dict, b"", "not JSON"),
+    ],
+)
+def test_undecodable_input_raises_serde_error(
+    value_type: object, data: bytes, message: str
+) -> None:
+    with pytest.raises(SerdeError, match=message):
+        serde_for(value_type).deserialize(data)
+
+
+def test_wrong_value_for_a_serde_raises_serde_error() -> None:
+    with pytest.raises(SerdeError, match="expected Click, got dict"):
+        serde_for(Click).serialize({"auction_id": "a"})
+    with pytest.raises(SerdeError, match="str serde cannot encode int"):
+        StrSerde().serialize(5)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=10,
+)
+
+
+@given(json_values)
+def test_json_round_trip(value: object) -> None:
+    serde = JsonSerde()
+    assert serde.deserialize(serde.serialize(value)) == value

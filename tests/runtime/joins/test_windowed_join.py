@@ -1,0 +1,148 @@
+"""Windowed stream-stream join semantics (Kafka Streams since 3.1), through the test driver."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from streamjoin.testing import TestDriver
+
+MakeDriver = Callable[..., TestDriver]
+
+
+def values(driver: TestDriver) -> list[tuple[Any, Any, int]]:
+    """(left, right, timestamp) of every new output record."""
+    return [(r.value["l"], r.value["r"], r.timestamp) for r in driver.read_output("out")]
+
+
+def test_inner_join_window_bounds_are_inclusive(make_driver: MakeDriver) -> None:
+    driver = make_driver("inner", before=10, after=20)
+    driver.pipe("L", "l", key="k", timestamp=100)
+    for t in (89, 90, 110, 120, 121):
+        driver.pipe("R", f"r{t}", key="k", timestamp=t)
+    assert values(driver) == [("l", "r90", 100), ("l", "r110", 110), ("l", "r120", 120)]
+
+
+def test_right_record_looks_back_and_ahead_with_the_window_swapped(make_driver: MakeDriver) -> None:
+    driver = make_driver("inner", before=10, after=20)
+    driver.pipe("R", "r", key="k", timestamp=100)
+    for t in (79, 80, 110, 111):
+        driver.pipe("L", f"l{t}", key="k", timestamp=t)
+    # L at t joins R in [t-10, t+20]: R=100 is in range for L=80 and L=110, not 79 or 111.
+    assert values(driver) == [("l80", "r", 100), ("l110", "r", 110)]
+
+
+def test_output_keeps_the_join_key_and_the_later_timestamp(make_driver: MakeDriver) -> None:
+    driver = make_driver("inner")
+    driver.pipe("R", "r", key="auction-7", timestamp=105)
+    driver.pipe("L", "l", key="auction-7", timestamp=100)
+    [record] = driver.read_output("out")
+    assert (record.key, record.timestamp) == ("auction-7", 105)
+    assert record.headers == {"streamjoin.left": b"L:0:0", "streamjoin.right": b"R:0:0"}
+
+
+def test_different_keys_never_join(make_driver: MakeDriver) -> None:
+    driver = make_driver("inner")
+    driver.pipe("L", "l", key="a", timestamp=100)
+    driver.pipe("R", "r", key="b", timestamp=100)
+    assert values(driver) == []
+
+
+def test_duplicates_on_both_sides_join_pairwise(make_driver: MakeDriver) -> None:
+    driver = make_driver("inner")
+    for side, name in (("L", "l1"), ("L", "l2"), ("R", "r1"), ("R", "r2")):
+        driver.pipe(side, name, key="k", timestamp=100)
+    assert sorted(values(driver)) == [
+        ("l1", "r1", 100),
+        ("l1", "r2", 100),
+        ("l2", "r1", 100),
+        ("l2", "r2", 100),
+    ]
+
+
+def test_left_non_match_waits_until_no_match_can_still_come(make_driver: MakeDriver) -> None:
+    # before + after + grace = 10 + 10 + 5: the non-match of L@100 is due once stream time > 125.
+    driver = make_driver("left", before=10, after=10, grace=5)
+    driver.pipe("L", "l", key="k", timestamp=100)
+    driver.pipe("L", "other", key="x", timestamp=125)
+    assert values(driver) == []
+    driver.pipe("L", "other", key="x", timestamp=126)
+    assert values(driver) == [("l", None, 100)]
+    driver.advance_stream_time(10_000)
+    assert values(driver) == [("other", None, 125), ("other", None, 126)]
+
+
+def test_out_of_order_match_within_grace_is_never_preceded_by_a_non_match(
+    make_driver: MakeDriver,
+) -> None:
+    """Kafka Streams would emit (l, None) at stream time 111 and then (l, r) for R@105."""
+    driver = make_driver("left", before=10, after=10, grace=0)
+    driver.pipe("L", "l", key="k", timestamp=100)
+    driver.pipe("L", "x", key="other", timestamp=115)
+    # R@105 is not late (its window [95, 115] + grace 0 has not closed at stream time 115).
+    driver.pipe("R", "r", key="k", timestamp=105)
+    driver.advance_stream_time(1_000)
+    emitted = values(driver)
+    assert ("l", "r", 105) in emitted
+    assert ("l", None, 100) not in emitted
+
+
+def test_left_join_emits_matches_at_once_and_no_right_non_matches(make_driver: MakeDriver) -> None:
+    driver = make_driver("left")
+    driver.pipe("R", "lonely", key="r-only", timestamp=100)
+    driver.pipe("L", "l", key="k", timestamp=100)
+    driver.pipe("R", "r", key="k", timestamp=101)
+    assert values(driver) == [("l", "r", 101)]
+    driver.advance_stream_time(10_000)
+    assert values(driver) == []
+
+
+def test_outer_join_emits_non_matches_of_both_sides_once(make_driver: MakeDriver) -> None:
+    driver = make_driver("outer", before=5, after=5)
+    driver.pipe("L", "l", key="a", timestamp=100)
+    driver.pipe("R", "r", key="b", timestamp=101)
+    driver.pipe("L", "l2", key="c", timestamp=102)
+    driver.pipe("R", "r2", key="c", timestamp=103)
+    assert values(driver) == [("l2", "r2", 103)]
+    driver.advance_stream_time(10_000)
+    assert values(driver) == [("l", None, 100), (None, "r", 101)]
+    driver.advance_stream_time(20_000)
+    assert values(driver) == []
+
+
+def test_records_later_than_grace_are_dropped_and_counted(make_driver: MakeDriver) -> None:
+    driver = make_driver("left", before=10, after=10, grace=5)
+    driver.pipe("R", "r", key="k", timestamp=190)
+    driver.pipe("R", "r", key="x", timestamp=195)
+    driver.pipe("R", "now", key="y", timestamp=200)
+    # L@184: window end 194 + grace 5 = 199 < stream time 200: late. L@185: 200, on time.
+    driver.pipe("L", "late", key="k", timestamp=184)
+    driver.pipe("L", "on-time", key="x", timestamp=185)
+    assert values(driver) == [("on-time", "r", 195)]
+    counters = driver.counters("j")
+    assert counters.late_dropped == 1
+    driver.advance_stream_time(10_000)
+    assert values(driver) == []  # the dropped record never surfaces as a non-match
+
+
+def test_null_values_are_skipped_and_null_keys_follow_kafka_streams(
+    make_driver: MakeDriver,
+) -> None:
+    driver = make_driver("left")
+    driver.pipe("L", None, key="k", timestamp=100)
+    driver.pipe("R", "r", key=None, timestamp=100)
+    driver.pipe("L", "keyless", key=None, timestamp=100)
+    # A keyless left record can never match: a left join emits it at once.
+    assert values(driver) == [("keyless", None, 100)]
+    assert driver.counters("j").skipped == 2
+
+
+@pytest.mark.parametrize("how", ["left", "outer"])
+def test_non_matches_come_in_time_order(make_driver: MakeDriver, how: str) -> None:
+    driver = make_driver(how, before=0, after=0, grace=10)
+    for t, key in ((105, "b"), (100, "a"), (103, "c")):
+        driver.pipe("L", key, key=key, timestamp=t)
+    driver.advance_stream_time(1_000)
+    assert [v[2] for v in values(driver)] == [100, 103, 105]

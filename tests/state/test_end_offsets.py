@@ -1,0 +1,29 @@
+"""End offsets come from fetched high watermarks, exact even for multi-record batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamjoin.broker import EmbeddedBroker
+from streamjoin.state import StoreSpec, TaskSpec, changelog_topic, ensure_changelogs
+from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.end_offsets import changelog_end_offset_sums
+
+pytestmark = pytest.mark.broker
+
+
+async def test_end_offset_sums_per_task(broker: EmbeddedBroker, producer: Any, unique: str) -> None:
+    app = f"ends-{unique}"
+    stores = (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=1_000))
+    await ensure_changelogs(broker.bootstrap, app, dict.fromkeys(stores, 3))
+    for store, partition, count in (("kv", 0, 1234), ("win", 0, 10), ("kv", 1, 55)):
+        writer = ChangelogWriter(producer, changelog_topic(app, store), partition)
+        for i in range(count):
+            writer.append(b"key-%d" % i, b"value")
+        await writer.wait_confirmed(writer.seal())
+    tasks = [TaskSpec(f"0_{p}", p, 3, stores) for p in range(3)]
+    sums = await changelog_end_offset_sums(broker.bootstrap, app, tasks)
+    assert sums == {"0_0": 1244, "0_1": 55, "0_2": 0}
+    assert await changelog_end_offset_sums(broker.bootstrap, app, []) == {}

@@ -1,0 +1,142 @@
+"""Key-value store on real RocksDB: unconfirmed writes stay in memory until a flush, reads see
+them first, and a restore from the changelog reproduces what the writes produced."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.errors import ProtocolDecodeError
+from streamjoin.state.errors import StoreNotWritableError
+from streamjoin.state.kv_store import KeyValueStore, merge_overlay
+from streamjoin.state.specs import StoreSpec
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> KeyValueStore:
+    return KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv")
+
+
+def test_writes_need_a_writer(store: KeyValueStore) -> None:
+    with pytest.raises(StoreNotWritableError, match="read-only"):
+        store.put(b"k", b"v")
+
+
+def test_writes_go_to_the_changelog_and_stay_pending_until_flushed(
+    store: KeyValueStore, recording_writer: Callable[[], Any], tmp_path: Path
+) -> None:
+    writer = recording_writer()
+    store.attach_writer(writer)
+    store.put(b"a", b"1", timestamp=5)
+    store.put(b"b", b"2")
+    store.delete(b"a")
+    assert writer.records == [(b"a", b"1", 5), (b"b", b"2", None), (b"a", None, None)]
+    assert store.get(b"a") is None
+    assert store.get(b"b") == b"2"
+    assert store.pending_count == 2
+    store.begin_flush()
+    store.put(b"c", b"3")  # arrives while the flush waits for the broker
+    assert store.get(b"b") == b"2"
+    store.finish_flush()
+    assert store.pending_count == 1
+    store.close()
+    reopened = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv")
+    assert (reopened.get(b"a"), reopened.get(b"b"), reopened.get(b"c")) == (None, b"2", None)
+
+
+def test_discard_pending_forgets_unconfirmed_writes(
+    store: KeyValueStore, recording_writer: Callable[[], Any]
+) -> None:
+    store.attach_writer(recording_writer())
+    store.put(b"a", b"1")
+    store.begin_flush()
+    store.put(b"b", b"2")
+    store.discard_pending()
+    assert store.get(b"a") is None
+    assert store.get(b"b") is None
+
+
+def test_restore_applies_values_and_tombstones(
+    store: KeyValueStore, make_record: Callable[..., Any]
+) -> None:
+    store.restore(
+        [make_record(0, b"a", b"1"), make_record(1, b"b", b"2"), make_record(2, b"a", None)]
+    )
+    assert (store.get(b"a"), store.get(b"b")) == (None, b"2")
+
+
+def test_restore_refuses_a_record_without_key(
+    store: KeyValueStore, make_record: Callable[..., Any]
+) -> None:
+    with pytest.raises(ProtocolDecodeError, match="offset 7"):
+        store.restore([make_record(7, None, b"1")])
+
+
+def test_wipe_empties_the_store(store: KeyValueStore, make_record: Callable[..., Any]) -> None:
+    store.restore([make_record(0, b"a", b"1")])
+    store.wipe()
+    assert store.get(b"a") is None
+    assert list(store.range()) == []
+
+
+def test_merge_overlay() -> None:
+    base = [(b"a", b"1"), (b"c", b"3"), (b"e", b"5")]
+    overlay = [(b"b", b"2"), (b"c", None), (b"e", b"6"), (b"f", b"7")]
+    assert list(merge_overlay(base, overlay)) == [
+        (b"a", b"1"),
+        (b"b", b"2"),
+        (b"e", b"6"),
+        (b"f", b"7"),
+    ]
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.binary(max_size=3), st.binary(max_size=3)),
+        st.tuples(st.just("delete"), st.binary(max_size=3), st.just(b"")),
+        st.tuples(st.just("begin"), st.just(b""), st.just(b"")),
+        st.tuples(st.just("finish"), st.just(b""), st.just(b"")),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations, st.binary(max_size=2), st.binary(max_size=3))
+def test_reads_match_a_dict_model(
+    tmp_path_factory: pytest.TempPathFactory,
+    recording_writer: Callable[[], Any],
+    ops: list[tuple[str, bytes, bytes]],
+    start: bytes,
+    end: bytes,
+) -> None:
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path_factory.mktemp("kv") / "kv")
+    store.attach_writer(recording_writer())
+    model: dict[bytes, bytes] = {}
+    flushing = False
+    for op, key, value in ops:
+        if op == "put":
+            store.put(key, value)
+            model[key] = value
+        elif op == "delete":
+            store.delete(key)
+            model.pop(key, None)
+        elif op == "begin":
+            store.begin_flush()
+            flushing = True
+        elif flushing:
+            store.finish_flush()
+            flushing = False
+    assert all(store.get(key) == model.get(key) for _, key, _ in ops)
+    assert list(store.range()) == sorted(model.items())
+    assert list(store.range(start, end)) == sorted(
+        (k, v) for k, v in model.items() if start <= k < end
+    )
+    store.close()

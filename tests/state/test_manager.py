@@ -1,0 +1,287 @@
+"""Restore through the StateManager against the embedded broker: after a crash, a wiped state
+directory, a corrupt checkpoint or a changelog that is shorter than the local state, the stores
+hold exactly what the changelogs hold."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamjoin.broker import EmbeddedBroker
+from streamjoin.kafka.topics import TopicLayoutError, TopicSpec, ensure_topics
+from streamjoin.state import (
+    RestoreCompleted,
+    RestoreProgress,
+    RestoreStarted,
+    StateEvent,
+    StateManager,
+    StateWiped,
+    StoreLockedError,
+    StoreSpec,
+    TaskSpec,
+    changelog_topic,
+    ensure_changelogs,
+)
+from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.encoding import split_changelog_key
+from streamjoin.state.task_state import TaskPhase, TaskState
+
+pytestmark = pytest.mark.broker
+
+STORES = (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=10**9))
+SPEC = TaskSpec("0_1", 1, 2, STORES)
+
+CRASHING_WORKER = """
+import asyncio, os, sys
+from aiokafka import AIOKafkaProducer
+from streamjoin.state import StateManager, StoreSpec, TaskSpec
+
+async def main(bootstrap, state_dir, app_id):
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_batch_size=1024)
+    await producer.start()
+    manager = StateManager(
+        state_dir=state_dir, app_id=app_id, bootstrap=bootstrap, producer=producer
+    )
+    await manager.start()
+    spec = TaskSpec("0_1", 1, 2, (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=10**9)))
+    task = await manager.open_active(spec)
+    await task.wait_ready()
+    kv, win = task.kv("kv"), task.window("win")
+
+    def write(low, high):
+        for i in range(low, high):
+            kv.put(b"k%d" % (i % 97), b"v%d" % i)
+            if i % 7 == 0:
+                kv.delete(b"k%d" % (i % 13))
+            win.put(b"w%d" % (i % 11), 1000 + i, b"x%d" % i)
+
+    write(0, 300)
+    await manager.commit()
+    write(300, 3000)
+    await asyncio.sleep(0.5)  # full batches reach the broker; the open ones never will
+    os._exit(3)  # crash: no flush, no checkpoint, no close
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def write(task: TaskState, low: int, high: int) -> None:
+    kv, win = task.kv("kv"), task.window("win")
+    for i in range(low, high):
+        kv.put(b"k%d" % (i % 97), b"v%d" % i)
+        if i % 7 == 0:
+            kv.delete(b"k%d" % (i % 13))
+        win.put(b"w%d" % (i % 11), 1000 + i, b"x%d" % i)
+
+
+def contents(task: TaskState) -> tuple[dict[bytes, bytes], dict[bytes, list[tuple[int, bytes]]]]:
+    window = {b"w%d" % k: task.window("win").fetch(b"w%d" % k, 0, 10**6) for k in range(11)}
+    return dict(task.kv("kv").range()), {key: found for key, found in window.items() if found}
+
+
+async def changelog_contents(
+    read_changelog: Callable[[str, int], Any], app: str
+) -> tuple[dict[bytes, bytes], dict[bytes, list[tuple[int, bytes]]], int]:
+    """What the changelogs hold: last value per key (tombstones delete), window records by key."""
+    table: dict[bytes, bytes] = {}
+    kv_records = await read_changelog(changelog_topic(app, "kv"), 1)
+    for key, value in kv_records:
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    window: dict[bytes, list[tuple[int, bytes]]] = {}
+    win_records = await read_changelog(changelog_topic(app, "win"), 1)
+    for changelog_key, value in win_records:
+        key, timestamp, _ = split_changelog_key(changelog_key)
+        window.setdefault(key, []).append((timestamp, value))
+    for records in window.values():
+        records.sort(key=lambda item: item[0])
+    return table, window, len(kv_records) + len(win_records)
+
+
+def recorder(manager: StateManager) -> list[StateEvent]:
+    events: list[StateEvent] = []
+    manager.subscribe(events.append)
+    return events
+
+
+async def test_crash_without_flush_then_restore_yields_exactly_the_changelog(
+    *,
+    broker: EmbeddedBroker,
+    producer: Any,
+    managers: Callable[..., Any],
+    read_changelog: Callable[[str, int], Any],
+    tmp_path: Path,
+    unique: str,
+) -> None:
+    app = f"crash-{unique}"
+    script = tmp_path / "worker.py"
+    script.write_text(CRASHING_WORKER)
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), broker.bootstrap, str(tmp_path / "state"), app
+    )
+    assert await asyncio.wait_for(worker.wait(), 60) == 3
+    table, window, changelog_size = await changelog_contents(read_changelog, app)
+    written = 3000 + 3000 + len(range(0, 3000, 7))
+    assert 0 < changelog_size < written  # the crash lost the unsent tail
+
+    manager = await managers(producer, app_id=app)
+    events = recorder(manager)
+    task = await manager.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    assert contents(task) == (table, window)
+    started = next(e for e in events if isinstance(e, RestoreStarted))
+    completed = next(e for e in events if isinstance(e, RestoreCompleted))
+    assert started.start_offsets["kv"] > 0  # resumed from the checkpoint of the first commit
+    assert completed.restored == changelog_size - sum(started.start_offsets.values())
+
+
+async def test_deleting_the_state_directory_means_a_full_restore(
+    producer: Any, managers: Callable[..., Any], tmp_path: Path, unique: str
+) -> None:
+    app = f"wipe-{unique}"
+    first = await managers(producer, app_id=app)
+    task = await first.open_active(SPEC)
+    await task.wait_ready()
+    write(task, 0, 500)
+    await first.commit()
+    before = contents(task)
+    sums = first.offset_sums()
+    await first.close()
+    assert first.offset_sums() == {SPEC.task_id: sum(task.positions.values())}  # from disk
+    shutil.rmtree(tmp_path / "state")
+
+    second = await managers(producer, app_id=app)
+    assert second.offset_sums() == {}
+    events = recorder(second)
+    again = await second.open_active(SPEC)
+    await asyncio.wait_for(again.wait_ready(), 30)
+    assert contents(again) == before
+    completed = next(e for e in events if isinstance(e, RestoreCompleted))
+    assert completed.restored == sum(again.positions.values()) == 500 + 500 + len(range(0, 500, 7))
+    assert sums == {SPEC.task_id: -2}
+    assert not any(isinstance(e, StateWiped) for e in events)  # nothing local to wipe
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (b"{not json", "unreadable"),
+        (None, "past the changelog's end"),
+    ],
+)
+async def test_untrustworthy_local_state_is_wiped_and_fully_restored(
+    *,
+    producer: Any,
+    managers: Callable[..., Any],
+    tmp_path: Path,
+    unique: str,
+    damage: bytes | None,
+    reason: str,
+) -> None:
+    app = f"damaged-{unique}"
+    first = await managers(producer, app_id=app)
+    task = await first.open_active(SPEC)
+    await task.wait_ready()
+    write(task, 0, 200)
+    await first.commit()
+    before = contents(task)
+    await first.close()
+    checkpoint = tmp_path / "state" / app / SPEC.task_id / ".checkpoint"
+    if damage is None:  # the changelog was recreated or truncated: local state is ahead of it
+        damage = checkpoint.read_bytes().replace(b'"offset":', b'"offset":1000000')
+    checkpoint.write_bytes(damage)
+
+    second = await managers(producer, app_id=app)
+    events = recorder(second)
+    again = await second.open_active(SPEC)
+    await asyncio.wait_for(again.wait_ready(), 30)
+    assert contents(again) == before
+    wiped = [e for e in events if isinstance(e, StateWiped)]
+    assert {e.store for e in wiped} == {"kv", "win"}
+    assert all(reason in e.reason for e in wiped)
+
+
+async def test_a_100k_record_restore(
+    broker: EmbeddedBroker, producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    app = f"big-{unique}"
+    spec = TaskSpec("0_0", 0, 1, (StoreSpec.kv("kv"),))
+    await ensure_changelogs(broker.bootstrap, app, {spec.stores[0]: 1})
+    writer = ChangelogWriter(producer, changelog_topic(app, "kv"), 0)
+    for i in range(100_000):
+        writer.append(b"key-%06d" % (i % 60_000), b"value-%d" % i)
+    assert await writer.wait_confirmed(writer.seal()) == 100_000
+    manager = await managers(producer, app_id=app)
+    events = recorder(manager)
+    task = await manager.open_active(spec)
+    await asyncio.wait_for(task.wait_ready(), 120)
+    completed = next(e for e in events if isinstance(e, RestoreCompleted))
+    assert completed.restored == 100_000
+    store = task.kv("kv")
+    assert sum(1 for _ in store.range()) == 60_000
+    assert store.get(b"key-000007") == b"value-60007"
+    assert store.get(b"key-059999") == b"value-59999"
+
+
+async def test_small_tasks_are_ready_while_a_big_one_still_restores(
+    *,
+    broker: EmbeddedBroker,
+    producer: Any,
+    managers: Callable[..., Any],
+    until: Callable[..., Any],
+    unique: str,
+) -> None:
+    app = f"many-{unique}"
+    specs = [TaskSpec(f"0_{p}", p, 4, (StoreSpec.kv("kv"),)) for p in range(4)]
+    await ensure_changelogs(broker.bootstrap, app, {StoreSpec.kv("kv"): 4})
+    for spec, count in zip(specs, (200_000, 50, 50, 50), strict=True):
+        writer = ChangelogWriter(producer, changelog_topic(app, "kv"), spec.partition)
+        for i in range(count):
+            writer.append(b"k%d" % i, b"v")
+        await writer.wait_confirmed(writer.seal())
+    manager = await managers(producer, app_id=app)
+    events = recorder(manager)
+
+    def big_progress() -> list[RestoreProgress]:
+        return [e for e in events if isinstance(e, RestoreProgress) and e.task_id == "0_0"]
+
+    big = await manager.open_active(specs[0])
+    await until(lambda: bool(big_progress()))
+    small = [await manager.open_active(spec) for spec in specs[1:]]
+    await asyncio.wait_for(asyncio.gather(*(task.wait_ready() for task in small)), 30)
+    assert big.phase is TaskPhase.RESTORING
+    await asyncio.wait_for(big.wait_ready(), 60)
+    finished = [e.task_id for e in events if isinstance(e, RestoreCompleted)]
+    assert finished == ["0_1", "0_2", "0_3", "0_0"]
+    lags = [e.remaining for e in big_progress()]
+    assert all(lag is not None and lag > 0 for lag in lags)
+    assert lags == sorted(lags, reverse=True)
+
+
+async def test_a_changelog_with_the_wrong_partition_count_is_refused(
+    broker: EmbeddedBroker, producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    app = f"layout-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(changelog_topic(app, "kv"), 3)])
+    manager = await managers(producer, app_id=app)
+    with pytest.raises(TopicLayoutError, match="has 3 partitions, expected 2"):
+        await manager.open_active(SPEC)
+
+
+async def test_two_workers_cannot_share_a_state_directory(
+    producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    app = f"locked-{unique}"
+    first = await managers(producer, app_id=app)
+    await first.open_standby(SPEC)
+    second = await managers(producer, app_id=app)
+    with pytest.raises(StoreLockedError, match="own --state-dir"):
+        await second.open_standby(SPEC)
