@@ -111,6 +111,7 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         f"{name} {int(m.get('streamjoin_rebalances_total', 0))}" for name, m in metrics.items()
     )
     console.print(f"assignments received: {rebalances} (worker-1 left earlier)")
+
     def total(name: str) -> float:
         return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
 

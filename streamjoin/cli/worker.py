@@ -40,6 +40,14 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     session_timeout: Annotated[
         float, typer.Option(help="Seconds without heartbeat before the group drops the worker.")
     ] = 10.0,
+    capacity: Annotated[int, typer.Option(help="Share of tasks relative to other workers.")] = 1,
+    standby_replicas: Annotated[
+        int | None, typer.Option(help="Hot standbys per task (default: the app's, 0).")
+    ] = None,
+    acceptable_recovery_lag: Annotated[
+        int | None,
+        typer.Option(help="Changelog records behind at which a worker counts as caught up."),
+    ] = None,
     instance_id: Annotated[
         str | None, typer.Option(help="Static group membership id (group.instance.id).")
     ] = None,
@@ -54,6 +62,9 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         on_error=on_error,
         processing_guarantee=processing_guarantee,
         group_instance_id=instance_id,
+        capacity=capacity,
+        num_standby_replicas=standby_replicas,
+        acceptable_recovery_lag=acceptable_recovery_lag,
         session_timeout_ms=int(session_timeout * 1000),
         heartbeat_interval_ms=max(100, int(session_timeout * 1000) // 6),
     )

@@ -16,16 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Side
 from streamjoin.runtime.sink import RecordSink
 from streamjoin.runtime.task import JoinTask
-from streamjoin.runtime.topology import TaskId, build_processor, store_specs
+from streamjoin.runtime.task_roles import WorkerRoles
+from streamjoin.runtime.topology import AppTopology, TaskId, build_processor
 from streamjoin.state.manager import StateManager
-from streamjoin.state.specs import TaskSpec
 
 __all__ = ("FetchControl", "TaskManager")
 
@@ -53,21 +52,23 @@ class _Active:
 class TaskManager(RebalanceListener):
     def __init__(
         self,
-        app: App,
+        topology: AppTopology,
         *,
-        partitions: Mapping[str, int],
+        roles: WorkerRoles,
         state: StateManager,
         sink: RecordSink,
         commit: Callable[[frozenset[TaskId]], Awaitable[None]],
     ) -> None:
-        """`partitions`: each join's partition count; `commit(task_ids)` commits those tasks.
-        Set `fetch` to the consumer whose partitions are paused while their task restores."""
+        """`commit(task_ids)` commits those tasks. Set `fetch` to the consumer whose partitions
+        are paused while their task restores."""
+        app = topology.app
         self.app = app
+        self.topology = topology
+        self.roles = roles
         self._joins_by_topic: defaultdict[str, list[JoinSpec]] = defaultdict(list)
         for spec in app.joins:
             for topic in spec.input_topics:
                 self._joins_by_topic[topic].append(spec)
-        self._partitions = dict(partitions)
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
@@ -85,12 +86,15 @@ class TaskManager(RebalanceListener):
     # -- group callbacks ------------------------------------------------------------------------
 
     async def on_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        """Called at the end of every rebalance: open the tasks whose input partitions are all
+        here now, then bring standbys and learners in line with the assignment."""
         self.rebalances += 1
         self._owned |= partitions
         for task_id in sorted(self._complete_tasks(partitions)):
             if task_id not in self.active:
                 await self._open(task_id)
         self._apply_pauses()
+        await self._sync_standbys()
 
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         self._owned -= partitions
@@ -197,6 +201,21 @@ class TaskManager(RebalanceListener):
 
     # -- internals ------------------------------------------------------------------------------
 
+    async def _sync_standbys(self) -> None:
+        """Standbys and learners tail their changelogs; so does an active task whose partitions
+        the cooperative step still withholds (it will run here after the follow-up). Tasks this
+        worker has no role in any more are closed (their state stays on disk)."""
+        told = self.roles.roles()
+        wanted = (told.standby | told.learner | told.active) - self.active.keys()
+        for task_id in sorted(wanted - self.roles.standby):
+            await self._state.open_standby(self.topology.task_spec(task_id))
+            self.roles.standby.add(task_id)
+        self.roles.standby &= wanted
+        running = {str(t) for t in self.active}
+        for name in sorted(self._state.tasks.keys() - running - {str(t) for t in wanted}):
+            await self._state.close_task(name)
+            logger.info("task %s closed: no role here any more", name)
+
     def _complete_tasks(self, partitions: Iterable[TopicPartition]) -> set[TaskId]:
         """Tasks for which this worker now owns every input partition."""
         found: set[TaskId] = set()
@@ -217,12 +236,10 @@ class TaskManager(RebalanceListener):
 
     async def _open(self, task_id: TaskId) -> None:
         spec = self.app.get_join(task_id.join)
-        task_spec = TaskSpec(
-            str(task_id), task_id.partition, self._partitions[spec.name], store_specs(spec)
-        )
         active = _Active(spec, self._inputs(spec, task_id.partition))
         self.active[task_id] = active
-        state = await self._state.open_active(task_spec)
+        self.roles.standby.discard(task_id)
+        state = await self._state.open_active(self.topology.task_spec(task_id))
 
         async def become_ready() -> None:
             await state.wait_ready()

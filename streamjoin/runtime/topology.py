@@ -7,9 +7,13 @@ Each join is a sub-topology; its task for partition p reads partition p of both 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from streamjoin.assignment.tasks import model as assignment
+from streamjoin.assignment.tasks.group_assignor import Subtopology
+from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.pending import PendingNonMatches
@@ -17,10 +21,17 @@ from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
 from streamjoin.runtime.joins.windowed import WindowedJoin
 from streamjoin.state.kv_store import KeyValueStore
-from streamjoin.state.specs import StoreSpec
+from streamjoin.state.specs import StoreSpec, TaskSpec
 from streamjoin.state.window_store import WindowStore
 
-__all__ = ("JoinProcessor", "StoreLookup", "TaskId", "build_processor", "store_specs")
+__all__ = (
+    "AppTopology",
+    "JoinProcessor",
+    "StoreLookup",
+    "TaskId",
+    "build_processor",
+    "store_specs",
+)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -87,3 +98,36 @@ def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
         return TableJoin(spec, stores.kv(names["table"]))
     pending = PendingNonMatches(stores.kv(names["pending"])) if spec.how != "inner" else None
     return WindowedJoin(spec, stores.window(names["left"]), stores.window(names["right"]), pending)
+
+
+class AppTopology:
+    """An app's joins as numbered sub-topologies, for the task assignor and its user data.
+
+    Joins are numbered in name order, so every worker of the app numbers them alike.
+    """
+
+    def __init__(self, app: App, partitions: Mapping[str, int]) -> None:
+        """`partitions`: each join's partition count."""
+        self.app = app
+        self.joins = tuple(sorted(app.joins, key=lambda spec: spec.name))
+        self._index = {spec.name: i for i, spec in enumerate(self.joins)}
+        self.partitions = dict(partitions)
+
+    def subtopologies(self) -> list[Subtopology]:
+        return [Subtopology(spec.input_topics) for spec in self.joins]
+
+    def to_assignment(self, task: TaskId) -> assignment.TaskId:
+        return assignment.TaskId(self._index[task.join], task.partition)
+
+    def from_assignment(self, task: assignment.TaskId) -> TaskId:
+        return TaskId(self.joins[task.subtopology].name, task.partition)
+
+    def knows(self, task: assignment.TaskId) -> bool:
+        return 0 <= task.subtopology < len(self.joins)
+
+    def task_spec(self, task: TaskId) -> TaskSpec:
+        spec = self.app.get_join(task.join)
+        return TaskSpec(str(task), task.partition, self.partitions[spec.name], store_specs(spec))
+
+    def all_tasks(self) -> list[TaskId]:
+        return [TaskId(s.name, p) for s in self.joins for p in range(self.partitions[s.name])]

@@ -5,14 +5,17 @@
                            -> write checkpoints -> commit input offsets with the generation
 
 A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Tasks map
-to workers through the consumer group, with the `stream-join-sticky` assignor under the
-COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move.
+to workers through the consumer group with streamjoin's task assignor under the COOPERATIVE
+protocol: a worker joining or leaving pauses only the tasks that move, and a task moves only
+once its new owner has restored its state as a learner (then the follow-up rebalance hands it
+over).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +23,22 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from streamjoin.assignment.model import TopicPartition
+from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.dsl.app import App
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
+from streamjoin.group.member import MemberState
 from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.producer_sink import ProducerSink
+from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.task_manager import TaskManager
+from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_topics
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
+from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.manager import StateManager
 
 __all__ = ("Worker", "WorkerOptions")
@@ -53,6 +62,10 @@ class WorkerOptions:
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 1_000
     group_instance_id: str | None = None
+    capacity: int = 1
+    """Tasks this worker takes relative to others (the task assignor's capacity)."""
+    num_standby_replicas: int | None = None
+    acceptable_recovery_lag: int | None = None
 
 
 class Worker:
@@ -68,6 +81,10 @@ class Worker:
             if options.on_error not in ("dlq", "fail"):
                 raise ConfigurationError(f"--on-error {options.on_error!r}: use dlq or fail")
             settings.on_error = options.on_error  # type: ignore[assignment]
+        if options.num_standby_replicas is not None:
+            settings.num_standby_replicas = options.num_standby_replicas
+        if options.acceptable_recovery_lag is not None:
+            settings.acceptable_recovery_lag = options.acceptable_recovery_lag
         self.app = app
         self.options = options
         self.bootstrap = options.bootstrap or settings.broker
@@ -86,22 +103,43 @@ class Worker:
 
     async def run(self) -> None:
         partitions = await check_topics(self.app, self.bootstrap)
-        if len(set(partitions.values())) > 1:
-            raise ConfigurationError(
-                "the joins of one app must have inputs with the same partition count for the "
-                f"stream-join-sticky assignor; got {partitions}. Run joins with different "
-                "partition counts as separate apps"
-            )
+        topology = AppTopology(self.app, partitions)
+        await ensure_changelogs(
+            self.bootstrap,
+            self.app.app_id,
+            {
+                store: partitions[spec.name]
+                for spec in self.app.joins
+                for store in store_specs(spec)
+            },
+        )
         producer = AIOKafkaProducer(
             bootstrap_servers=self.bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024
         )
         await producer.start()
         try:
-            await self._run(producer, partitions)
+            await self._run(producer, topology)
         finally:
             await producer.stop()
 
-    async def _run(self, producer: AIOKafkaProducer, partitions: dict[str, int]) -> None:
+    def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
+        settings = self.app.settings
+        port = self.options.metrics_port
+        return WorkerRoles(
+            topology,
+            state,
+            bootstrap=self.bootstrap,
+            capacity=self.options.capacity,
+            endpoint=f"{socket.gethostname()}:{port}" if port else None,
+            probing_interval_ms=int(settings.probing_rebalance_interval_s * 1000),
+            settings=AssignorSettings(
+                acceptable_recovery_lag=settings.acceptable_recovery_lag,
+                max_warmup_replicas=settings.max_warmup_replicas,
+                num_standby_replicas=settings.num_standby_replicas,
+            ),
+        )
+
+    async def _run(self, producer: AIOKafkaProducer, topology: AppTopology) -> None:
         state = StateManager(
             state_dir=self.state_dir,
             app_id=self.app.app_id,
@@ -110,17 +148,18 @@ class Worker:
         )
         restores = RestoreTracker()
         state.subscribe(restores)
+        bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None
+        if bars is not None:
+            state.subscribe(bars)
         await state.start()
         sink = ProducerSink(producer)
-        topics = sorted({t for spec in self.app.joins for t in spec.input_topics})
-        manager = TaskManager(
-            self.app, partitions=partitions, state=state, sink=sink, commit=self._commit
-        )
+        roles = self._roles(topology, state)
+        manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
         consumer = CooperativeConsumer(
-            *topics,
+            *sorted({t for spec in self.app.joins for t in spec.input_topics}),
             bootstrap_servers=self.bootstrap,
             group_id=self.app.app_id,
-            assignors=("stream-join-sticky",),
+            assignors=(roles.assignor,),
             listener=manager,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -130,6 +169,15 @@ class Worker:
         )
         manager.fetch = consumer
         self.manager, self.sink, self._state, self._consumer = manager, sink, state, consumer
+        self.followup = FollowupTrigger(
+            roles,
+            state,
+            acceptable_recovery_lag=self.app.settings.acceptable_recovery_lag,
+            stable=lambda: consumer.member.state is MemberState.STABLE,
+            generation=lambda: consumer.generation,
+            request_rejoin=consumer.request_rejoin,
+            max_backoff_s=self.app.settings.probing_rebalance_interval_s,
+        )
         register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
         server = None
         port = self.options.metrics_port
@@ -137,16 +185,20 @@ class Worker:
             server = MetricsServer(self.metrics, port)
             await server.start()
         await consumer.start()
+        followups = asyncio.create_task(self.followup.run(), name="follow-up trigger")
         try:
             await self._loop()
             logger.info("stopping: final commit")
             await self._commit(None)
         finally:
+            followups.cancel()
             logger.info("stopping: leaving the group")
             await consumer.stop()
             await manager.close()
             logger.info("stopping: closing the state stores")
             await state.close()
+            if bars is not None:
+                bars.stop()
             if server is not None:
                 await server.stop()
         logger.info("worker stopped")

@@ -1,0 +1,105 @@
+"""Ask for the follow-up rebalance as soon as every learner on this worker has caught up
+(seed 001), instead of waiting for the probing interval, which stays as the fallback.
+
+Never during a rebalance, and never in a loop: if the group answers a request with the same
+learners again (a learner whose input outruns its restore falls behind before the leader looks),
+the next request waits twice as long, up to the probing interval, and the log says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from streamjoin.runtime.task_roles import WorkerRoles
+from streamjoin.runtime.topology import TaskId
+from streamjoin.state.manager import StateManager
+
+__all__ = ("FollowupTrigger",)
+
+logger = logging.getLogger(__name__)
+
+_FIRST_BACKOFF_S = 2.0
+
+
+class FollowupTrigger:
+    def __init__(
+        self,
+        roles: WorkerRoles,
+        state: StateManager,
+        *,
+        acceptable_recovery_lag: int,
+        stable: Callable[[], bool],
+        generation: Callable[[], int],
+        request_rejoin: Callable[[str], None],
+        max_backoff_s: float,
+        interval_s: float = 0.25,
+    ) -> None:
+        self._roles = roles
+        self._state = state
+        self._acceptable = acceptable_recovery_lag
+        self._stable = stable
+        self._generation = generation
+        self._request = request_rejoin
+        self._max_backoff = max_backoff_s
+        self._interval = interval_s
+        self._asked: tuple[int, frozenset[TaskId]] | None = None
+        """(generation, learners) of the last request."""
+        self._backoff = 0.0
+        self._quiet_until = 0.0
+        self._penalised: int | None = None
+        """Generation in which the current backoff started."""
+        self._probed: int | None = None
+        self.requests = 0
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            if self._stable():
+                self.check(time.monotonic(), time.time() * 1000)
+
+    def caught_up(self, learners: frozenset[TaskId]) -> bool:
+        for task_id in learners:
+            task = self._state.task(str(task_id))
+            lag = task.lag() if task is not None else None
+            if lag is None or lag > self._acceptable:
+                return False
+        return True
+
+    def check(self, now: float, now_ms: float) -> None:
+        """One look (the member is stable): request a rebalance if the time has come."""
+        learners = self._roles.roles().learner
+        probe = self._roles.next_probe_ms
+        if probe is not None and now_ms >= probe and self._probed != probe:
+            self._probed = probe
+            self._ask("probing rebalance: the assignment asked for one", learners)
+            return
+        if not learners or now < self._quiet_until or not self.caught_up(learners):
+            return
+        generation = self._generation()
+        if self._asked is not None:
+            asked_generation, asked_learners = self._asked
+            if asked_generation == generation:
+                return  # already asked in this generation
+            if asked_learners == learners and self._penalised != generation:
+                # The last request was answered with the same learners: back off.
+                self._penalised = generation
+                self._backoff = min(max(self._backoff * 2, _FIRST_BACKOFF_S), self._max_backoff)
+                self._quiet_until = now + self._backoff
+                logger.warning(
+                    "learners %s were caught up but not promoted (they fell behind again?); "
+                    "asking again in %.0f s",
+                    ", ".join(map(str, sorted(learners))),
+                    self._backoff,
+                )
+                return
+            if asked_learners != learners:
+                self._backoff = 0.0
+        self._ask(f"learners caught up: {', '.join(map(str, sorted(learners)))}", learners)
+
+    def _ask(self, reason: str, learners: frozenset[TaskId]) -> None:
+        self._asked = (self._generation(), learners)
+        self.requests += 1
+        self._request(reason)
