@@ -13,7 +13,10 @@ from data import Click, Impression
 import streamjoin
 from streamjoin import JoinWindows
 
-joins = streamjoin.App("ads", broker="localhost:9092")
+# A worker joining the group first restores a task's state as a learner while the current owner
+# keeps running it; it takes the task over (after a follow-up rebalance) once it is within
+# `acceptable_recovery_lag` changelog records of the end.
+joins = streamjoin.App("ads", broker="localhost:9092", acceptable_recovery_lag=200)
 
 impressions = joins.topic("ads-impressions", value_type=Impression)
 clicks = joins.topic("ads-clicks", value_type=Click)

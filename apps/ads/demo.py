@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -58,6 +59,46 @@ async def produce_paced(bootstrap: str, traffic: AdTraffic, rate: float) -> int:
     return sent
 
 
+async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -> str:
+    """Show the new worker's learners restoring until it runs tasks; returns how many records
+    it still had to restore when it took them over."""
+    learning: set[str] = set()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f} restored, {task.fields[remaining]} to go"),
+        console=console,
+        transient=True,
+    ) as progress:
+        bars: dict[str, TaskID] = {}
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            samples = await asyncio.to_thread(worker.samples)
+            remaining = samples.get("streamjoin_restore_remaining", {})
+            restored = samples.get("streamjoin_restored_total", {})
+            for labels, value in remaining.items():
+                if 'standby="true"' not in labels:
+                    continue
+                task = labels.split('"')[1]
+                if task not in bars:
+                    learning.add(task)
+                    console.print(f"{time.monotonic() - start:5.1f} s  worker-3 learns {task}")
+                    bars[task] = progress.add_task(f"learner {task}", total=None, remaining="?")
+                done = restored.get(labels, 0.0)
+                progress.update(
+                    bars[task], completed=done, total=done + value, remaining=f"{value:,.0f}"
+                )
+            running = samples.get("streamjoin_tasks", {}).get('state="running"', 0)
+            if running:
+                handoff = samples.get("streamjoin_restored_before_running", {})
+                console.print(
+                    f"{time.monotonic() - start:5.1f} s  worker-3 runs {running:.0f} tasks after "
+                    f"the follow-up rebalance (learned: {', '.join(sorted(learning)) or 'none'})"
+                )
+                return f"{sum(handoff.values()):,.0f} over {len(handoff)} tasks"
+    return "worker-3 took over no task in time"
+
+
 async def at(start: float, seconds: float) -> None:
     await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
@@ -85,7 +126,8 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         await at(start, 10)
         workers[2].start()
         console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
-        await at(start, 24)
+        restored_at_handoff = await watch_learners(workers[2], start, deadline=start + 40)
+        await at(start, 25)
         console.print(f"{time.monotonic() - start:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
         sent = await producing
@@ -111,6 +153,7 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         f"{name} {int(m.get('streamjoin_rebalances_total', 0))}" for name, m in metrics.items()
     )
     console.print(f"assignments received: {rebalances} (worker-1 left earlier)")
+    console.print(f"records worker-3 restored at hand-off: {restored_at_handoff}")
 
     def total(name: str) -> float:
         return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
@@ -133,7 +176,7 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
-    parser.add_argument("--impressions", type=int, default=60_000)
+    parser.add_argument("--impressions", type=int, default=70_000)
     parser.add_argument("--rate", type=float, default=2_200, help="records per second")
     args = parser.parse_args()
     with ExitStack() as stack:

@@ -58,21 +58,25 @@ class WorkerProcess:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def metrics(self) -> dict[str, float]:
-        """Sum of each metric over its labels, scraped from the worker's /metrics."""
+    def samples(self) -> dict[str, dict[str, float]]:
+        """Scraped /metrics: metric name -> {label text: value} (empty if unreachable)."""
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        totals: dict[str, float] = {}
+        found: dict[str, dict[str, float]] = {}
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 text = response.read().decode()
         except OSError:
-            return totals
+            return found
         for line in text.splitlines():
             if line and not line.startswith("#"):
                 name, _, value = line.rpartition(" ")
-                metric = name.split("{")[0]
-                totals[metric] = totals.get(metric, 0.0) + float(value)
-        return totals
+                metric, _, labels = name.partition("{")
+                found.setdefault(metric, {})[labels.rstrip("}")] = float(value)
+        return found
+
+    def metrics(self) -> dict[str, float]:
+        """Sum of each metric over its labels."""
+        return {name: sum(values.values()) for name, values in self.samples().items()}
 
     def stop(self, timeout: float = 30) -> int | None:
         """SIGTERM (finish, commit, leave the group); SIGKILL if it does not exit in time."""

@@ -1,9 +1,10 @@
 """Which buffered input record a task processes next: the lowest timestamp across its input
 partitions, so a join sees both sides in event-time order (as Kafka Streams' PartitionGroup).
 
-A partition with nothing buffered holds the task back only while more data may be on its way
-and for at most `max_idle_ms` (Kafka Streams' max.task.idle.ms), so an idle side never stalls
-the task forever.
+A partition with nothing buffered holds the task back when records are known to be waiting for
+it on the broker (its lag is above 0: the next fetch brings them), and for at most `max_idle_ms`
+while its lag is not known yet; a partition that is caught up holds nothing back, so an idle
+side never stalls the task (Kafka Streams' max.task.idle.ms, KIP-695).
 """
 
 from __future__ import annotations
@@ -43,18 +44,20 @@ class TimestampOrderedInputs(Generic[R]):
     def clear(self, index: int) -> None:
         self._buffers[index].clear()
 
-    def next(self, now_ms: float, caught_up: Callable[[int], bool]) -> tuple[int, R] | None:
+    def next(self, now_ms: float, lag: Callable[[int], int | None]) -> tuple[int, R] | None:
         """The (input index, record) to process now, or None to wait for more input.
 
-        `caught_up(i)` tells whether input i has nothing more to fetch right now; an empty input
-        that is caught up does not hold the others back.
+        `lag(i)` is how many records of input i are on the broker but not yet buffered here
+        (None: not known yet).
         """
         heads = [(buf[0].timestamp, i) for i, buf in enumerate(self._buffers) if buf]
         if not heads:
             self._idle_since = None
             return None
-        waiting = any(not buf and not caught_up(i) for i, buf in enumerate(self._buffers))
-        if waiting:
+        lags = [lag(i) for i, buf in enumerate(self._buffers) if not buf]
+        if any(n is not None and n > 0 for n in lags):
+            return None  # the next fetch brings them
+        if None in lags:
             if self._idle_since is None:
                 self._idle_since = now_ms
             if now_ms - self._idle_since < self._max_idle_ms:

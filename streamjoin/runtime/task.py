@@ -74,11 +74,12 @@ class JoinTask:
         """Next offset to consume per side: everything before it has been processed."""
         return dict(self._positions)
 
-    def process(self, now_ms: float, caught_up: Callable[[Side], bool], budget: int = 1_000) -> int:
-        """Process up to `budget` buffered records in timestamp order; returns how many."""
+    def process(self, now_ms: float, lag: Callable[[Side], int | None], budget: int = 1_000) -> int:
+        """Process up to `budget` buffered records in timestamp order; returns how many.
+        `lag(side)`: records of that side on the broker not yet fetched (None: unknown)."""
         done = 0
         while done < budget:
-            picked = self._inputs.next(now_ms, lambda i: caught_up(Side(i)))
+            picked = self._inputs.next(now_ms, lambda i: lag(Side(i)))
             if picked is None:
                 break
             index, record = picked

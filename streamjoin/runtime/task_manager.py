@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
@@ -44,8 +44,6 @@ class _Active:
     spec: JoinSpec
     inputs: tuple[TopicPartition, TopicPartition]
     task: JoinTask | None = None
-    early: list[tuple[Side, list[Any]]] = field(default_factory=list)
-    """Records fetched before the state was ready."""
     opening: asyncio.Task[None] | None = None
 
 
@@ -75,6 +73,8 @@ class TaskManager(RebalanceListener):
         self._commit = commit
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
+        self._waiting: defaultdict[TaskId, list[tuple[Side, list[Any]]]] = defaultdict(list)
+        """Records fetched for a task that is not running yet."""
         self.rebalances = 0
         self.failure: BaseException | None = None
         """Why a task could not be opened; the worker stops with it."""
@@ -90,14 +90,20 @@ class TaskManager(RebalanceListener):
         here now, then bring standbys and learners in line with the assignment."""
         self.rebalances += 1
         self._owned |= partitions
-        for task_id in sorted(self._complete_tasks(partitions)):
-            if task_id not in self.active:
-                await self._open(task_id)
+        opening = [t for t in sorted(self._complete_tasks(partitions)) if t not in self.active]
+        # Register every new task (and pause its inputs) before the first await, so no record
+        # fetched meanwhile finds its task missing.
+        for task_id in opening:
+            spec = self.app.get_join(task_id.join)
+            self.active[task_id] = _Active(spec, self._inputs(spec, task_id.partition))
         self._apply_pauses()
+        for task_id in opening:
+            await self._open(task_id)
         await self._sync_standbys()
 
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         self._owned -= partitions
+        self._forget_waiting(partitions)
         leaving = self._tasks_reading(partitions)
         if leaving:
             await self._commit(frozenset(leaving))
@@ -107,6 +113,7 @@ class TaskManager(RebalanceListener):
 
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         self._owned -= partitions
+        self._forget_waiting(partitions)
         for task_id in self._tasks_reading(partitions):
             await self._drop(task_id, clean=False)
         self._apply_pauses()
@@ -120,18 +127,19 @@ class TaskManager(RebalanceListener):
             count += len(records)
             self.records_in[tp.topic] += len(records)
             for spec in self._joins_by_topic.get(tp.topic, ()):
-                active = self.active.get(TaskId(spec.name, tp.partition))
-                if active is None:
-                    continue
+                task_id = TaskId(spec.name, tp.partition)
+                active = self.active.get(task_id)
                 side = Side.LEFT if tp.topic == spec.left.name else Side.RIGHT
-                if active.task is None:
-                    active.early.append((side, records))
-                else:
+                if active is not None and active.task is not None:
                     active.task.add(side, records)
+                else:
+                    # Restoring, or its other input is not here yet: keep them until it runs
+                    # (the partition is paused meanwhile; nothing is fetched twice).
+                    self._waiting[task_id].append((side, records))
         return count
 
     def process(
-        self, now_ms: float, caught_up: Callable[[TopicPartition], bool], budget: int = 2_000
+        self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 2_000
     ) -> int:
         """Process up to `budget` buffered records, a slice per running task in turn, so one
         call never keeps the event loop (heartbeats, fetches) waiting for long."""
@@ -143,12 +151,12 @@ class TaskManager(RebalanceListener):
             for active in running:
                 assert active.task is not None
 
-                def side_caught_up(
+                def side_lag(
                     side: Side, inputs: tuple[TopicPartition, ...] = active.inputs
-                ) -> bool:
-                    return caught_up(inputs[side])
+                ) -> int | None:
+                    return lag(inputs[side])
 
-                count = active.task.process(now_ms, side_caught_up, min(share, 200))
+                count = active.task.process(now_ms, side_lag, min(share, 200))
                 done += count
                 if count:
                     still_busy.append(active)
@@ -226,6 +234,14 @@ class TaskManager(RebalanceListener):
                     found.add(TaskId(spec.name, tp.partition))
         return found
 
+    def _forget_waiting(self, partitions: frozenset[TopicPartition]) -> None:
+        """Drop records held for tasks that read these partitions: never processed, so never
+        committed, and their next owner fetches them again."""
+        for task_id in list(self._waiting):
+            spec = self.app.get_join(task_id.join)
+            if partitions & set(self._inputs(spec, task_id.partition)):
+                del self._waiting[task_id]
+
     def _tasks_reading(self, partitions: Iterable[TopicPartition]) -> list[TaskId]:
         gone = set(partitions)
         return sorted(t for t, a in self.active.items() if gone & set(a.inputs))
@@ -235,9 +251,8 @@ class TaskManager(RebalanceListener):
         return TopicPartition(spec.left.name, partition), TopicPartition(spec.right.name, partition)
 
     async def _open(self, task_id: TaskId) -> None:
-        spec = self.app.get_join(task_id.join)
-        active = _Active(spec, self._inputs(spec, task_id.partition))
-        self.active[task_id] = active
+        active = self.active[task_id]
+        spec = active.spec
         self.roles.standby.discard(task_id)
         state = await self._state.open_active(self.topology.task_spec(task_id))
 
@@ -253,9 +268,8 @@ class TaskManager(RebalanceListener):
                 on_error=settings.on_error,
                 max_idle_ms=settings.max_task_idle_ms,
             )
-            for side, records in active.early:
+            for side, records in self._waiting.pop(task_id, ()):
                 active.task.add(side, records)
-            active.early.clear()
             active.opening = None
             logger.info("task %s is running", task_id)
             self._apply_pauses()
@@ -283,9 +297,9 @@ class TaskManager(RebalanceListener):
         logger.info("task %s %s", task_id, "suspended" if clean else "lost")
 
     def _apply_pauses(self) -> None:
-        """Pause exactly the owned partitions read by a task that is not running yet."""
-        restoring = {tp for a in self.active.values() if a.task is None for tp in a.inputs}
-        owned = self._owned
+        """Pause exactly the owned partitions that no running task reads (a task restoring,
+        or one whose other input is not here yet)."""
+        running = {tp for a in self.active.values() if a.task is not None for tp in a.inputs}
         if self.fetch is not None:
-            self.fetch.pause(owned & restoring)
-            self.fetch.resume(owned - restoring)
+            self.fetch.pause(self._owned - running)
+            self.fetch.resume(self._owned & running)

@@ -94,6 +94,8 @@ class Worker:
         self._stopping = asyncio.Event()
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
+        self.started = asyncio.Event()
+        """Set once the worker has started joining its group (for tests and embedding)."""
         self.metrics = MetricsRegistry()
 
     def stop(self) -> None:
@@ -168,7 +170,7 @@ class Worker:
             group_instance_id=self.options.group_instance_id,
         )
         manager.fetch = consumer
-        self.manager, self.sink, self._state, self._consumer = manager, sink, state, consumer
+        self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
         self.followup = FollowupTrigger(
             roles,
             state,
@@ -185,6 +187,7 @@ class Worker:
             server = MetricsServer(self.metrics, port)
             await server.start()
         await consumer.start()
+        self.started.set()
         followups = asyncio.create_task(self.followup.run(), name="follow-up trigger")
         try:
             await self._loop()
@@ -201,13 +204,34 @@ class Worker:
                 bars.stop()
             if server is not None:
                 await server.stop()
+        self._log_summary()
         logger.info("worker stopped")
+
+    def _log_summary(self) -> None:
+        assert self.manager is not None and self.sink is not None
+        for join, (counters, dead) in sorted(self.manager.counters().items()):
+            logger.info(
+                "join %s: %d matched, %d unmatched, %d late records dropped, %d skipped, "
+                "%d dead letters",
+                join,
+                counters.matched,
+                counters.unmatched,
+                counters.late_dropped,
+                counters.skipped,
+                dead,
+            )
+        logger.info(
+            "records in %s; out %s; %d assignments",
+            dict(self.manager.records_in),
+            dict(self.sink.sent),
+            self.manager.rebalances,
+        )
 
     async def _loop(self) -> None:
         """Fetch, process, produce; commit every interval in the background, so a commit that
         waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
         assert self.manager is not None and self.sink is not None
-        manager, sink, consumer = self.manager, self.sink, self._consumer
+        manager, sink, consumer = self.manager, self.sink, self.consumer
         next_commit = time.monotonic() + self.commit_interval_s
         committing: asyncio.Task[None] | None = None
         while not self._stopping.is_set():
@@ -217,11 +241,11 @@ class Worker:
             if manager.buffered() < _MAX_BUFFERED:
                 fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
                 manager.route(fetched)
-            processed = manager.process(time.monotonic() * 1000, self._caught_up)
+            processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
             await sink.drain()
             if not processed and busy:
                 await asyncio.sleep(0.005)  # waiting on an idle side (max_task_idle_ms)
-            due = time.monotonic() >= next_commit or self._state.needs_flush
+            due = time.monotonic() >= next_commit or self.state.needs_flush
             if due and (committing is None or committing.done()):
                 if committing is not None:
                     committing.result()  # a failed flush stops the worker: nothing is lost
@@ -230,14 +254,11 @@ class Worker:
         if committing is not None:
             await committing
 
-    def _caught_up(self, tp: TopicPartition) -> bool:
-        return self._consumer.lag(tp) == 0
-
     def _lag(self) -> list[tuple[TopicPartition, int]]:
         return [
             (tp, lag)
-            for tp in sorted(self._consumer.assignment())
-            if (lag := self._consumer.lag(tp)) is not None
+            for tp in sorted(self.consumer.assignment())
+            if (lag := self.consumer.lag(tp)) is not None
         ]
 
     async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
@@ -248,10 +269,10 @@ class Worker:
         async with self._commit_lock:
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
-            await self._state.commit()
+            await self.state.commit()
             if not offsets:
                 return
             try:
-                await self._consumer.commit(offsets)
+                await self.consumer.commit(offsets)
             except CommitFailedError as exc:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)

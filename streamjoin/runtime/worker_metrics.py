@@ -8,7 +8,7 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.metrics.registry import MetricsRegistry, Sample
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.task_manager import TaskManager
-from streamjoin.state.events import RestoreProgress, StateEvent
+from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEvent
 
 __all__ = ("RestoreTracker", "register_worker_metrics")
 
@@ -18,10 +18,14 @@ class RestoreTracker:
 
     def __init__(self) -> None:
         self.latest: dict[str, RestoreProgress] = {}
+        self.completed: dict[str, int] = {}
+        """Records the last restore of each task read before it could run (0: warm hand-off)."""
 
     def __call__(self, event: StateEvent) -> None:
         if isinstance(event, RestoreProgress):
             self.latest[event.task_id] = event
+        elif isinstance(event, RestoreCompleted):
+            self.completed[event.task_id] = event.restored
 
 
 def register_worker_metrics(
@@ -101,6 +105,12 @@ def register_worker_metrics(
             ((("task", task), ("standby", str(p.standby).lower())), float(p.restored))
             for task, p in sorted(restores.latest.items())
         ],
+    )
+    registry.register(
+        "restored_before_running",
+        "gauge",
+        "Changelog records a task restored before it could run (0 after a warm hand-off)",
+        lambda: [((("task", task),), float(n)) for task, n in sorted(restores.completed.items())],
     )
     registry.register(
         "rebalances_total",

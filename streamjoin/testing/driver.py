@@ -191,7 +191,7 @@ class TestDriver:
             if topic in spec.input_topics:
                 task = self._task(spec, partition)
                 task.add(task.side_of(topic), [record])
-                task.process(0, lambda _side: True)
+                task.process(0, lambda _side: 0)
 
     def advance_stream_time(self, timestamp: int) -> None:
         """Move every task's stream time to `timestamp`, emitting the non-matches it closes."""

@@ -1,0 +1,42 @@
+"""Which record a task processes next: lowest timestamp first, waiting only when it must."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamjoin.runtime.ordering import TimestampOrderedInputs
+
+
+@dataclass(frozen=True)
+class R:
+    timestamp: int
+
+
+def test_lowest_timestamp_across_inputs_first() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs.add(0, [R(5), R(9)])
+    inputs.add(1, [R(7)])
+    order = [inputs.next(0, lambda i: 0) for _ in range(3)]
+    assert [(i, r.timestamp) for i, r in order if r] == [(0, 5), (1, 7), (0, 9)]  # type: ignore[misc]
+
+
+def test_waits_while_an_empty_input_has_records_on_the_broker() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs.add(0, [R(5)])
+    assert inputs.next(0, lambda i: 3 if i == 1 else 0) is None
+    assert inputs.next(1_000_000, lambda i: 3 if i == 1 else 0) is None  # no timeout: it is coming
+
+
+def test_a_caught_up_empty_input_does_not_hold_the_task_back() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs.add(0, [R(5)])
+    assert inputs.next(0, lambda i: 0) == (0, R(5))
+
+
+def test_an_input_of_unknown_lag_is_waited_for_at_most_max_idle() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs.add(0, [R(5), R(6)])
+    unknown = {0: 0, 1: None}
+    assert inputs.next(0, unknown.get) is None
+    assert inputs.next(999, unknown.get) is None
+    assert inputs.next(1_000, unknown.get) == (0, R(5))
