@@ -15,8 +15,9 @@ from streamjoin import JoinWindows
 
 # A worker joining the group first restores a task's state as a learner while the current owner
 # keeps running it; it takes the task over (after a follow-up rebalance) once it is within
-# `acceptable_recovery_lag` changelog records of the end.
-joins = streamjoin.App("ads", broker="localhost:9092", acceptable_recovery_lag=200)
+# `acceptable_recovery_lag` changelog records of the end. Under load a rebalance takes a few
+# seconds, during which the active keeps writing: the lag must allow for that.
+joins = streamjoin.App("ads", broker="localhost:9092", acceptable_recovery_lag=1_500)
 
 impressions = joins.topic("ads-impressions", value_type=Impression)
 clicks = joins.topic("ads-clicks", value_type=Click)

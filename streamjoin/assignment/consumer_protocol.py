@@ -14,7 +14,6 @@ ignoring the rest (as Kafka itself does) instead of failing the leader's rebalan
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 
 from streamjoin.assignment.model import (
@@ -23,6 +22,7 @@ from streamjoin.assignment.model import (
     Subscription,
     TopicPartition,
 )
+from streamjoin.assignment.topic_layout import group_by_topic
 from streamjoin.assignment.wire import Reader, Writer
 from streamjoin.errors import ProtocolDecodeError
 
@@ -37,24 +37,17 @@ __all__ = (
 LATEST_VERSION = 3
 
 
-def _group_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
-    by_topic: defaultdict[str, list[int]] = defaultdict(list)
-    for tp in partitions:
-        by_topic[tp.topic].append(tp.partition)
-    return [(topic, sorted(nums)) for topic, nums in sorted(by_topic.items())]
-
-
 def _write_topic_partitions(writer: Writer, partitions: Iterable[TopicPartition]) -> None:
     def write_one(w: Writer, item: tuple[str, list[int]]) -> None:
-        w.string(item[0]).array(item[1], Writer.int32)
+        w.string(item[0]).int32_array(item[1])
 
-    writer.array(_group_by_topic(partitions), write_one)
+    writer.array(sorted(group_by_topic(sorted(partitions)).items()), write_one)
 
 
 def _read_topic_partitions(reader: Reader) -> tuple[TopicPartition, ...]:
     def read_one(r: Reader) -> list[TopicPartition]:
         topic = r.string()
-        return [TopicPartition(topic, p) for p in r.array(Reader.int32)]
+        return [TopicPartition(topic, p) for p in r.int32_array()]
 
     return tuple(tp for group in reader.array(read_one) for tp in group)
 

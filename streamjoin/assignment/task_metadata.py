@@ -2,7 +2,8 @@
 AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
 
     SubscriptionInfo v1: version, latest supported version, process id, capacity, endpoint,
-                         join counter, standby tasks, offset sums [(subtopology, partition, sum)]
+                         join counter, standby tasks, offset sums [(subtopology, partition, sum)],
+                         observed lags [(subtopology, partition, lag)]
     AssignmentInfo   v1: version, latest supported version, active, standby and learner tasks,
                          partitions by host [(endpoint, [(topic, partition)])],
                          next probing rebalance (epoch ms, -1: none), error code
@@ -48,6 +49,10 @@ class SubscriptionInfo:
     """Every task with local state: its changelog offset sum, -2 for a running active."""
     standby: tuple[TaskId, ...] = ()
     """Tasks the process ran as standbys (learners included) in the previous generation."""
+    lags: Mapping[TaskId, int] = field(default_factory=dict)
+    """For tasks it tails (standbys, learners, restoring actives): how far behind their
+    changelogs' ends it was when it joined. Offset sums go stale while a JoinGroup is held
+    (seconds), the lag seen at the same instant as the offsets does not."""
     version: int = LATEST_VERSION
     latest_supported: int = LATEST_VERSION
 
@@ -94,6 +99,7 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
         w.int64(item[1])
 
     writer.array(sorted(info.offset_sums.items()), write_sum)
+    writer.array(sorted(info.lags.items()), write_sum)
     return writer.getvalue()
 
 
@@ -110,9 +116,12 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
         return _read_task(r), r.int64()
 
     sums = dict(reader.array(read_sum))
+    lags = dict(reader.array(read_sum))
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
-    return SubscriptionInfo(process_id, capacity, endpoint, counter, sums, standby, version, latest)
+    return SubscriptionInfo(
+        process_id, capacity, endpoint, counter, sums, standby, lags, version, latest
+    )
 
 
 def encode_assignment_info(info: AssignmentInfo) -> bytes:

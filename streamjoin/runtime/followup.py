@@ -54,11 +54,12 @@ class FollowupTrigger:
         self._probed: int | None = None
         self.requests = 0
 
-    async def run(self) -> None:
+    async def run(self, *, catch_up: bool = True) -> None:
+        """Look four times a second; `catch_up=False` only keeps the probing interval."""
         while True:
             await asyncio.sleep(self._interval)
             if self._stable():
-                self.check(time.monotonic(), time.time() * 1000)
+                self.check(time.monotonic(), time.time() * 1000, catch_up=catch_up)
 
     def caught_up(self, learners: frozenset[TaskId]) -> bool:
         for task_id in learners:
@@ -68,7 +69,7 @@ class FollowupTrigger:
                 return False
         return True
 
-    def check(self, now: float, now_ms: float) -> None:
+    def check(self, now: float, now_ms: float, *, catch_up: bool = True) -> None:
         """One look (the member is stable): request a rebalance if the time has come."""
         learners = self._roles.roles().learner
         probe = self._roles.next_probe_ms
@@ -76,7 +77,9 @@ class FollowupTrigger:
             self._probed = probe
             self._ask("probing rebalance: the assignment asked for one", learners)
             return
-        if not learners or now < self._quiet_until or not self.caught_up(learners):
+        if not catch_up or not learners or now < self._quiet_until:
+            return
+        if not self.caught_up(learners):
             return
         generation = self._generation()
         if self._asked is not None:

@@ -20,6 +20,7 @@ from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
 from streamjoin.runtime.topology import AppTopology, TaskId
 from streamjoin.state.end_offsets import changelog_end_offset_sums
 from streamjoin.state.manager import StateManager
+from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM as RUNNING_ACTIVE
 
 __all__ = ("Roles", "WorkerRoles", "process_id")
 
@@ -101,10 +102,19 @@ class WorkerRoles:
     def _info(self) -> SubscriptionInfo:
         self._counter += 1
         sums: dict[assignment.TaskId, int] = {}
+        lags: dict[assignment.TaskId, int] = {}
         known = {str(t): t for t in self.topology.all_tasks()}
         for task_id, offset_sum in self._state.offset_sums().items():
             if task_id in known:
                 sums[self.topology.to_assignment(known[task_id])] = offset_sum
+        for task_id, task in self._state.tasks.items():
+            lag = task.lag()
+            if (
+                task_id in known
+                and lag is not None
+                and sums.get(self.topology.to_assignment(known[task_id])) != RUNNING_ACTIVE
+            ):
+                lags[self.topology.to_assignment(known[task_id])] = lag
         return SubscriptionInfo(
             self.process_id,
             self._capacity,
@@ -112,6 +122,7 @@ class WorkerRoles:
             self._counter,
             sums,
             tuple(sorted(self.topology.to_assignment(t) for t in self.standby)),
+            lags,
         )
 
     async def _end_offsets(

@@ -31,6 +31,7 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.followup import FollowupTrigger
+from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.task_manager import TaskManager
@@ -66,6 +67,9 @@ class WorkerOptions:
     """Tasks this worker takes relative to others (the task assignor's capacity)."""
     num_standby_replicas: int | None = None
     acceptable_recovery_lag: int | None = None
+    followup_on_catch_up: bool = True
+    """Request the follow-up rebalance as soon as every learner here has caught up; False
+    leaves it to the probing interval (Kafka Streams' behaviour, for comparison)."""
 
 
 class Worker:
@@ -97,6 +101,7 @@ class Worker:
         self.started = asyncio.Event()
         """Set once the worker has started joining its group (for tests and embedding)."""
         self.metrics = MetricsRegistry()
+        self.loop_monitor = LoopMonitor()
 
     def stop(self) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
@@ -181,6 +186,12 @@ class Worker:
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
         register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
+        self.metrics.register(
+            "event_loop_stalls_total",
+            "counter",
+            "Times the event loop ran over 1 s late",
+            lambda: [((), float(self.loop_monitor.stalls))],
+        )
         server = None
         port = self.options.metrics_port
         if port is not None:
@@ -188,13 +199,18 @@ class Worker:
             await server.start()
         await consumer.start()
         self.started.set()
-        followups = asyncio.create_task(self.followup.run(), name="follow-up trigger")
+        monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
+        followups = asyncio.create_task(
+            self.followup.run(catch_up=self.options.followup_on_catch_up),
+            name="follow-up trigger",
+        )
         try:
             await self._loop()
             logger.info("stopping: final commit")
             await self._commit(None)
         finally:
             followups.cancel()
+            monitor.cancel()
             logger.info("stopping: leaving the group")
             await consumer.stop()
             await manager.close()

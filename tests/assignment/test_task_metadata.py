@@ -29,6 +29,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     counter=st.integers(-(2**31), 2**31 - 1),
     sums=st.dictionaries(tasks, st.integers(-2, 2**62), max_size=30),
     standby=task_tuples,
+    lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
 )
 def test_subscription_info_round_trip(
     process: str,
@@ -37,8 +38,9 @@ def test_subscription_info_round_trip(
     counter: int,
     sums: dict[TaskId, int],
     standby: tuple[TaskId, ...],
+    lags: dict[TaskId, int],
 ) -> None:
-    info = SubscriptionInfo(process, capacity, endpoint, counter, sums, standby)
+    info = SubscriptionInfo(process, capacity, endpoint, counter, sums, standby, lags)
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
 

@@ -79,3 +79,15 @@ def test_dockerfile_installs_the_package_and_runs_the_same_worker() -> None:
     assert yaml.safe_load(cmd.group(1)) == worker["command"]
     workdirs = re.findall(r"^WORKDIR (\S+)$", text, re.M)
     assert workdirs[-1] == worker["working_dir"]
+
+
+def test_the_worker_command_exists_with_the_options_compose_passes() -> None:
+    from typer.testing import CliRunner
+
+    from streamjoin.cli import app
+
+    command = _compose()["services"]["worker"]["command"]
+    result = CliRunner().invoke(app, [*command[1:2], "--help"])
+    assert result.exit_code == 0, result.output
+    for option in command[3::2]:
+        assert option in result.output

@@ -19,7 +19,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamjoin.assignment.model import (
     Assignment,
@@ -144,6 +144,8 @@ class TaskPartitionAssignor(PartitionAssignor):
             self._client(process, [(subscriptions[m], infos[m]) for m in members], tasks)
             for process, members in sorted(members_of.items())
         ]
+        if self._ends is not None:
+            clients = [self._with_observed_lags(c, infos, members_of) for c in clients]
         specs, unknown_ends = self._specs(tasks, clients)
         plan = assign_tasks(clients, specs, self.settings)
         self.last_plan = plan
@@ -207,6 +209,22 @@ class TaskPartitionAssignor(PartitionAssignor):
             previous_standby=frozenset(standby - active),
             offset_sums=sums,
         )
+
+    def _with_observed_lags(
+        self,
+        client: ClientState,
+        infos: Mapping[str, SubscriptionInfo],
+        members_of: Mapping[str, list[str]],
+    ) -> ClientState:
+        """Offset sums as of now: the end read just now minus the lag the member saw when it
+        joined, for the tasks it reported a lag of (its offset sum went stale meanwhile)."""
+        assert self._ends is not None
+        sums = dict(client.offset_sums)
+        for member in members_of[client.process_id]:
+            for task, lag in infos[member].lags.items():
+                if sums.get(task) != RUNNING_ACTIVE and task in self._ends:
+                    sums[task] = max(0, self._ends[task] - lag)
+        return replace(client, offset_sums=sums)
 
     def _specs(
         self, tasks: list[TaskId], clients: list[ClientState]

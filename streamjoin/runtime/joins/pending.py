@@ -1,13 +1,16 @@
 """Left/outer non-matches waiting until no record that could still match them can arrive.
 
-Entries live in a key-value store under `timestamp | side | len(key) | key | offset` (timestamp
-biased by 2**63 and all integers big-endian, so byte order is time order), so the
-oldest come first, everything of one (timestamp, side, key) is one prefix (a match removes the
-lot), and a replayed source record rewrites its own entry instead of adding a second one.
+Entries live in a key-value store (so they survive a move through its changelog) under
+`timestamp | side | len(key) | key | offset` (timestamp biased by 2**63, integers big-endian):
+everything of one (timestamp, side, key) shares a prefix, and a replayed source record rewrites
+its own entry instead of adding a second one. The hot path never scans the store: an in-memory
+index (prefix -> entries, and a heap of prefixes by timestamp), loaded once when the task opens,
+answers "what matched" and "what is due" in logarithmic time.
 """
 
 from __future__ import annotations
 
+import heapq
 import struct
 from collections.abc import Iterator
 
@@ -18,7 +21,6 @@ __all__ = ("PendingNonMatches",)
 
 _BIAS = 1 << 63
 _HEAD = struct.Struct(">QBI")  # biased timestamp, side, key length
-_TIME = struct.Struct(">Q")
 _OFFSET = struct.Struct(">q")
 
 
@@ -26,18 +28,9 @@ def _prefix(timestamp: int, side: Side, key: bytes) -> bytes:
     return _HEAD.pack(timestamp + _BIAS, side, len(key)) + key
 
 
-def _time_bound(timestamp: int) -> bytes:
-    return _TIME.pack(timestamp + _BIAS)
-
-
-def _oldest(store: KeyValueStore) -> int | None:
-    first = next(iter(store.range()), None)
-    return None if first is None else _TIME.unpack_from(first[0])[0] - _BIAS
-
-
-def _after(prefix: bytes) -> bytes:
-    """The smallest byte string greater than every string starting with `prefix`."""
-    return prefix + b"\xff" * 9
+def _parse(prefix: bytes) -> tuple[int, Side, bytes]:
+    biased, side, size = _HEAD.unpack_from(prefix)
+    return biased - _BIAS, Side(side), prefix[_HEAD.size : _HEAD.size + size]
 
 
 class PendingNonMatches:
@@ -45,33 +38,44 @@ class PendingNonMatches:
 
     def __init__(self, store: KeyValueStore) -> None:
         self._store = store
-        self._oldest = _oldest(store)
+        self._entries: dict[bytes, list[bytes]] = {}
+        """prefix -> store keys of its pending records, in offset order."""
+        self._due: list[tuple[int, bytes]] = []
+        """(timestamp, prefix) heap; prefixes already matched are skipped when popped."""
+        for entry, _ in store.range():
+            prefix = entry[: -_OFFSET.size]
+            self._index(_parse(prefix)[0], prefix, entry)
 
-    @property
-    def oldest_timestamp(self) -> int | None:
-        return self._oldest
+    def _index(self, timestamp: int, prefix: bytes, entry: bytes) -> None:
+        entries = self._entries.get(prefix)
+        if entries is None:
+            self._entries[prefix] = [entry]
+            heapq.heappush(self._due, (timestamp, prefix))
+        elif entry not in entries:
+            entries.append(entry)
 
     def add(self, timestamp: int, side: Side, key: bytes, offset: int, stored: bytes) -> None:
-        entry = _prefix(timestamp, side, key) + _OFFSET.pack(offset)
+        prefix = _prefix(timestamp, side, key)
+        entry = prefix + _OFFSET.pack(offset)
         self._store.put(entry, stored, timestamp)
-        if self._oldest is None or timestamp < self._oldest:
-            self._oldest = timestamp
+        self._index(timestamp, prefix, entry)
 
     def discard(self, timestamp: int, side: Side, key: bytes) -> None:
         """Forget every pending record of `side` with this key and timestamp: it has matched."""
-        prefix = _prefix(timestamp, side, key)
-        for entry, _ in list(self._store.range(prefix, _after(prefix))):
+        for entry in self._entries.pop(_prefix(timestamp, side, key), ()):
             self._store.delete(entry, timestamp)
 
     def pop_until(self, timestamp: int) -> Iterator[tuple[int, Side, bytes, bytes]]:
         """Remove and yield (timestamp, side, key, stored value) of entries older than
         `timestamp`, oldest first."""
-        if self._oldest is None or self._oldest >= timestamp:
-            return
-        expired = list(self._store.range(None, _time_bound(timestamp)))
-        for entry, stored in expired:
-            biased, side, size = _HEAD.unpack_from(entry)
-            ts = biased - _BIAS
-            yield ts, Side(side), entry[_HEAD.size : _HEAD.size + size], stored
-            self._store.delete(entry, ts)
-        self._oldest = _oldest(self._store)
+        while self._due and self._due[0][0] < timestamp:
+            ts, prefix = heapq.heappop(self._due)
+            entries = self._entries.pop(prefix, None)
+            if entries is None:
+                continue
+            _, side, key = _parse(prefix)
+            for entry in entries:
+                stored = self._store.get(entry)
+                if stored is not None:
+                    yield ts, side, key, stored
+                self._store.delete(entry, ts)

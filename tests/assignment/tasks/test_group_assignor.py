@@ -35,9 +35,14 @@ def make(ends: Mapping[TaskId, int] | None, lag: int = 0) -> TaskPartitionAssign
 
 
 def member(
-    process: str, owned: Sequence[int] = (), sums: Mapping[TaskId, int] | None = None
+    process: str,
+    owned: Sequence[int] = (),
+    sums: Mapping[TaskId, int] | None = None,
+    lags: Mapping[TaskId, int] | None = None,
 ) -> Subscription:
-    info = SubscriptionInfo(process, endpoint=f"{process}:9100", offset_sums=dict(sums or {}))
+    info = SubscriptionInfo(
+        process, endpoint=f"{process}:9100", offset_sums=dict(sums or {}), lags=dict(lags or {})
+    )
     partitions = tuple(TopicPartition(t, p) for p in owned for t in TOPICS)
     return Subscription(TOPICS, encode_subscription_info(info), partitions)
 
@@ -98,3 +103,16 @@ def test_undecodable_user_data_is_a_new_process_not_a_crash() -> None:
     result = run(assignor, subscriptions)
     assigned = sorted(tp for a in result.values() for tp in a.partitions)  # type: ignore[attr-defined]
     assert assigned == sorted(TopicPartition(t, p) for t in TOPICS for p in (0, 1))
+
+
+def test_the_lag_a_learner_saw_counts_not_its_offset_sum_gone_stale_while_joining() -> None:
+    """The active kept writing while the JoinGroup was held: end 900 now, the learner reported
+    offset sum 500 with lag 50 at that moment. It is caught up within 100, so it is promoted."""
+    ends = {TaskId(0, 0): 900, TaskId(0, 1): 900}
+    assignor = make(ends, lag=100)
+    subscriptions = {
+        "m-old": member("old", owned=(0, 1), sums={TaskId(0, 0): -2, TaskId(0, 1): -2}),
+        "m-new": member("new", sums={TaskId(0, 1): 500}, lags={TaskId(0, 1): 50}),
+    }
+    told = decode_assignment_info(run(assignor, subscriptions)["m-new"].user_data)  # type: ignore[attr-defined]
+    assert told.active == (TaskId(0, 1),) and told.learner == ()

@@ -1,0 +1,180 @@
+"""One streamjoin worker on the benchmarks' ad join, in a process of its own, reporting what the
+benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable across processes):
+
+  {"event": "status", ...}    its tasks (active, running, learner, standby) and record counts,
+                              on every change of roles and every --report-every seconds;
+  {"event": "restored", ...}  an active task finished restoring (records read, seconds);
+  {"event": "done", ...}      with --until-records: that many input records processed and
+                              their output acknowledged by the broker, with the time of the
+                              first fetch and the CPU time since; the worker then stops.
+
+A process per worker (rather than several workers in the benchmark's event loop) so that one
+worker restoring never delays another's processing, as on separate machines. The worker's own
+log goes to stderr.
+
+    python bench/worker_runner.py PREFIX --bootstrap HOST:PORT --state-dir DIR [options]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ads_join import AD_WINDOW, make_app
+
+from streamjoin import JoinWindows
+from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.state.events import RestoreCompleted, StateEvent
+
+__all__ = ("options_from", "parser")
+
+
+def emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+def status(worker: Worker) -> dict[str, Any]:
+    manager = worker.manager
+    assert manager is not None and worker.sink is not None
+    roles = manager.roles.roles()
+    return {
+        "active": sorted(str(t) for t in manager.active),
+        "running": sorted(str(t) for t, a in manager.active.items() if a.task is not None),
+        "learner": sorted(str(t) for t in roles.learner),
+        "standby": sorted(str(t) for t in roles.standby),
+        "in": sum(manager.records_in.values()),
+        "buffered": manager.buffered(),
+        "out": sum(worker.sink.sent.values()),
+    }
+
+
+async def report(worker: Worker, every_s: float) -> None:
+    """A status line whenever the tasks or roles change, and every `every_s` seconds."""
+    await worker.started.wait()
+    last: dict[str, Any] = {}
+    next_periodic = 0.0
+    while True:
+        now = status(worker)
+        roles = {k: v for k, v in now.items() if isinstance(v, list)}
+        if roles != {k: v for k, v in last.items() if isinstance(v, list)} or (
+            time.monotonic() >= next_periodic
+        ):
+            emit("status", **now)
+            last = now
+            next_periodic = time.monotonic() + every_s
+        await asyncio.sleep(0.05)
+
+
+async def until_processed(worker: Worker, records: int) -> None:
+    """Report once `records` input records have been processed and their output acknowledged,
+    with the time and process CPU time since the first record was fetched; then stop.
+
+    The first fetch is stamped inside `getmany`: while it has records buffered the worker's
+    loop may not yield to other tasks, so a watcher task would see it late.
+    """
+    await worker.started.wait()
+    manager, consumer, sink = worker.manager, worker.consumer, worker.sink
+    assert manager is not None and sink is not None
+    fetch = consumer.getmany
+    first: list[tuple[float, float]] = []
+
+    async def stamped(*args: Any, **kwargs: Any) -> Any:
+        fetched = await fetch(*args, **kwargs)
+        if fetched and not first:
+            first.append((time.time(), time.process_time()))
+        return fetched
+
+    consumer.getmany = stamped  # type: ignore[method-assign]
+    while sum(manager.records_in.values()) < records or any(
+        a.task is None or a.task.buffered() for a in manager.active.values()
+    ):
+        await asyncio.sleep(0.01)
+    await sink.flush()
+    emit(
+        "done",
+        first=first[0][0],
+        cpu_s=time.process_time() - first[0][1],
+        records_in=sum(manager.records_in.values()),
+        out=sum(sink.sent.values()),
+    )
+    worker.stop()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("prefix", help="app id and topic prefix (see ads_join.py)")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--state-dir", type=Path, required=True)
+    p.add_argument("--window-after-ms", type=int, default=AD_WINDOW.after_ms)
+    p.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
+    p.add_argument("--probing-interval-s", type=float, default=600.0)
+    p.add_argument("--max-warmup-replicas", type=int, default=2)
+    p.add_argument("--no-followup-on-catch-up", action="store_true")
+    p.add_argument("--commit-interval", type=float, help="seconds (default: the app's, 5)")
+    p.add_argument("--report-every", type=float, default=0.5)
+    p.add_argument("--until-records", type=int, help="stop after this many input records")
+    return p
+
+
+def options_from(args: argparse.Namespace) -> WorkerOptions:
+    return WorkerOptions(
+        bootstrap=args.bootstrap,
+        state_dir=args.state_dir,
+        commit_interval_s=args.commit_interval,
+        session_timeout_ms=6_000,
+        heartbeat_interval_ms=500,
+        followup_on_catch_up=not args.no_followup_on_catch_up,
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    window = JoinWindows(
+        before=AD_WINDOW.before_ms, after=args.window_after_ms, grace=AD_WINDOW.grace_ms
+    )
+    app = make_app(
+        args.prefix,
+        window=window,
+        broker=args.bootstrap,
+        acceptable_recovery_lag=args.acceptable_recovery_lag,
+        probing_rebalance_interval_s=args.probing_interval_s,
+        max_warmup_replicas=args.max_warmup_replicas,
+    )
+    worker = Worker(app, options_from(args))
+
+    def on_event(event: StateEvent) -> None:
+        if isinstance(event, RestoreCompleted):
+            emit("restored", task=event.task_id, restored=event.restored, seconds=event.seconds)
+
+    async def subscribe() -> None:
+        await worker.started.wait()
+        assert worker.state is not None
+        worker.state.subscribe(on_event)
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, worker.stop)
+    helpers = [asyncio.create_task(subscribe())]
+    if args.until_records is not None:
+        helpers.append(asyncio.create_task(until_processed(worker, args.until_records)))
+    else:
+        helpers.append(asyncio.create_task(report(worker, args.report_every)))
+    try:
+        await worker.run()
+    finally:
+        for helper in helpers:
+            helper.cancel()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    asyncio.run(main(parser().parse_args()))
