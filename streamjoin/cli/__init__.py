@@ -28,7 +28,7 @@ def _root() -> None:
     """Kafka Streams-style stream joins for Python."""
 
 
-_COMMAND_MODULES = ("broker", "plan", "worker")
+_COMMAND_MODULES = ("broker", "plan", "worker", "backfill", "audit", "archive")
 
 _stderr = Console(stderr=True, highlight=False)
 

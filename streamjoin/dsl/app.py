@@ -26,7 +26,8 @@ class AppSettings:
     broker: str = "localhost:9092"
     state_dir: Path = Path("./state")
     commit_interval_s: float = 5.0
-    max_task_idle_ms: int = 2_000
+    max_task_idle_ms: int = 0
+    """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
     on_error: Literal["dlq", "fail"] = "dlq"
     num_standby_replicas: int = 0
     acceptable_recovery_lag: int = 10_000

@@ -127,9 +127,11 @@ class _ObjectSerde:
 
 class DataclassSerde(_ObjectSerde):
     def __init__(self, cls: type) -> None:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = frozenset(f.name for f in dataclasses.fields(cls))
 
         def build(fields: dict[str, Any]) -> Any:
+            if fields.keys() <= names:
+                return cls(**fields)
             return cls(**{k: v for k, v in fields.items() if k in names})
 
         super().__init__(cls, build)

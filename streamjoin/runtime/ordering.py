@@ -1,19 +1,29 @@
 """Which buffered input record a task processes next: the lowest timestamp across its input
 partitions, so a join sees both sides in event-time order (as Kafka Streams' PartitionGroup).
 
-A partition with nothing buffered holds the task back when records are known to be waiting for
-it on the broker (its lag is above 0: the next fetch brings them), and for at most `max_idle_ms`
-while its lag is not known yet; a partition that is caught up holds nothing back, so an idle
-side never stalls the task (Kafka Streams' max.task.idle.ms, KIP-695).
+A partition with nothing buffered holds the task back (as Kafka Streams' max.task.idle.ms,
+KIP-695 semantics):
+- while records are known to be waiting for it on the broker (lag above 0: the next fetch
+  brings them);
+- while its lag is not known yet (no fetch answered), for at most `UNKNOWN_LAG_WAIT_MS`, after
+  which the task goes on with a warning: a side the fetcher cannot reach must not stall it;
+- when it is caught up, for at most `max_idle_ms` (default 0: do not wait for producers).
+Processing the other side ahead of data that exists would advance stream time past it and
+drop it as late, so waiting for known or possible data is a matter of correctness.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ("HasTimestamp", "TimestampOrderedInputs")
+__all__ = ("UNKNOWN_LAG_WAIT_MS", "HasTimestamp", "TimestampOrderedInputs")
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_LAG_WAIT_MS = 30_000
 
 
 class HasTimestamp(Protocol):
@@ -31,6 +41,7 @@ class TimestampOrderedInputs(Generic[R]):
         self._buffers: list[deque[R]] = [deque() for _ in range(inputs)]
         self._max_idle_ms = max_idle_ms
         self._idle_since: float | None = None
+        self._warned = False
 
     def add(self, index: int, records: Iterable[R]) -> None:
         self._buffers[index].extend(records)
@@ -56,12 +67,22 @@ class TimestampOrderedInputs(Generic[R]):
             return None
         lags = [lag(i) for i, buf in enumerate(self._buffers) if not buf]
         if any(n is not None and n > 0 for n in lags):
+            self._idle_since = None
             return None  # the next fetch brings them
-        if None in lags:
+        if lags:
             if self._idle_since is None:
                 self._idle_since = now_ms
-            if now_ms - self._idle_since < self._max_idle_ms:
+            limit = UNKNOWN_LAG_WAIT_MS if None in lags else self._max_idle_ms
+            waited = now_ms - self._idle_since
+            if waited < limit:
                 return None
+            if None in lags and not self._warned:
+                self._warned = True
+                logger.warning(
+                    "an input has not been fetched for %.0f s; processing the other ahead of it "
+                    "(its records, when they come, may be late)",
+                    waited / 1000,
+                )
         else:
             self._idle_since = None
         _, index = min(heads)

@@ -39,7 +39,7 @@ class JoinTask:
         sink: RecordSink,
         *,
         on_error: Literal["dlq", "fail"] = "dlq",
-        max_idle_ms: int = 2_000,
+        max_idle_ms: int = 0,
     ) -> None:
         self.app_id = app_id
         self.spec = spec
@@ -69,6 +69,9 @@ class JoinTask:
 
     def buffered(self) -> int:
         return self._inputs.buffered()
+
+    def buffered_for(self, side: Side) -> int:
+        return self._inputs.buffered_for(side)
 
     def positions(self) -> dict[Side, int]:
         """Next offset to consume per side: everything before it has been processed."""

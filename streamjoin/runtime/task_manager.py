@@ -73,6 +73,8 @@ class TaskManager(RebalanceListener):
         self._commit = commit
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
+        self._full: set[TopicPartition] = set()
+        """Inputs paused because their task already has plenty of their records buffered."""
         self._waiting: defaultdict[TaskId, list[tuple[Side, list[Any]]]] = defaultdict(list)
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
@@ -196,6 +198,20 @@ class TaskManager(RebalanceListener):
             totals[spec.name] = (counters, dead)
         return totals
 
+    def apply_backpressure(self, limit: int) -> None:
+        """Pause the inputs of which a task has over `limit` records buffered, resume the
+        others: one side racing ahead must not starve the fetching of the side it waits for."""
+        full = {
+            tp
+            for a in self.active.values()
+            if a.task is not None
+            for side, tp in zip(Side, a.inputs, strict=True)
+            if a.task.buffered_for(side) > limit
+        }
+        if full != self._full:
+            self._full = full
+            self._apply_pauses()
+
     def buffered(self) -> int:
         return sum(a.task.buffered() for a in self.active.values() if a.task is not None)
 
@@ -298,8 +314,9 @@ class TaskManager(RebalanceListener):
 
     def _apply_pauses(self) -> None:
         """Pause exactly the owned partitions that no running task reads (a task restoring,
-        or one whose other input is not here yet)."""
+        or one whose other input is not here yet), and those with a full buffer."""
         running = {tp for a in self.active.values() if a.task is not None for tp in a.inputs}
+        running -= self._full
         if self.fetch is not None:
             self.fetch.pause(self._owned - running)
             self.fetch.resume(self._owned & running)

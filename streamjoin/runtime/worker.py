@@ -46,8 +46,8 @@ __all__ = ("Worker", "WorkerOptions")
 
 logger = logging.getLogger(__name__)
 
-_MAX_BUFFERED = 50_000
-"""Input records buffered in tasks beyond which the worker stops fetching for a while."""
+_MAX_BUFFERED_PER_INPUT = 20_000
+"""Records of one input partition a task may hold before that partition is paused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,13 +254,13 @@ class Worker:
             if manager.failure is not None:
                 raise manager.failure
             busy = manager.buffered() > 0
-            if manager.buffered() < _MAX_BUFFERED:
-                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
-                manager.route(fetched)
+            manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+            fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+            manager.route(fetched)
             processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
             await sink.drain()
             if not processed and busy:
-                await asyncio.sleep(0.005)  # waiting on an idle side (max_task_idle_ms)
+                await asyncio.sleep(0.005)  # waiting for an input's records to be fetched
             due = time.monotonic() >= next_commit or self.state.needs_flush
             if due and (committing is None or committing.done()):
                 if committing is not None:

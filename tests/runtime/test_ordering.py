@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamjoin.runtime.ordering import TimestampOrderedInputs
+from streamjoin.runtime.ordering import UNKNOWN_LAG_WAIT_MS, TimestampOrderedInputs
 
 
 @dataclass(frozen=True)
@@ -13,7 +13,7 @@ class R:
 
 
 def test_lowest_timestamp_across_inputs_first() -> None:
-    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=0)
     inputs.add(0, [R(5), R(9)])
     inputs.add(1, [R(7)])
     order = [inputs.next(0, lambda i: 0) for _ in range(3)]
@@ -28,15 +28,22 @@ def test_waits_while_an_empty_input_has_records_on_the_broker() -> None:
 
 
 def test_a_caught_up_empty_input_does_not_hold_the_task_back() -> None:
-    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=0)
     inputs.add(0, [R(5)])
     assert inputs.next(0, lambda i: 0) == (0, R(5))
 
 
-def test_an_input_of_unknown_lag_is_waited_for_at_most_max_idle() -> None:
-    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=1_000)
+def test_an_input_never_fetched_is_waited_for_a_bounded_time() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=0)
     inputs.add(0, [R(5), R(6)])
     unknown = {0: 0, 1: None}
     assert inputs.next(0, unknown.get) is None
-    assert inputs.next(999, unknown.get) is None
-    assert inputs.next(1_000, unknown.get) == (0, R(5))
+    assert inputs.next(UNKNOWN_LAG_WAIT_MS - 1, unknown.get) is None
+    assert inputs.next(UNKNOWN_LAG_WAIT_MS, unknown.get) == (0, R(5))
+
+
+def test_a_caught_up_input_is_waited_for_max_idle_for_new_data() -> None:
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=500)
+    inputs.add(0, [R(5)])
+    assert inputs.next(0, lambda i: 0) is None
+    assert inputs.next(500, lambda i: 0) == (0, R(5))

@@ -164,3 +164,20 @@ async def test_kill_9_under_load_loses_no_joined_record(
     duplicates = sum(n - 1 for n in seen.values())
     print(f"kill -9: 6000 expected, {len(missing)} missing, {duplicates} duplicates")
     assert not missing, f"missing {missing[:20]}...\n{workers.logs()}"
+
+
+async def test_a_worker_started_on_a_backlog_joins_every_pair(
+    broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    """Both topics already hold their records when the worker starts: neither side may run so
+    far ahead of the other that the other's records become late."""
+    await _topics(broker.bootstrap, unique)
+    await produce(broker.bootstrap, unique, range(30_000), pace_s=0)
+    workers = Workers(broker.bootstrap, unique, tmp_path)
+    workers.start("w1")
+    try:
+        seen = await read_joined(broker.bootstrap, unique, 30_000, within_s=120)
+    finally:
+        workers.stop_all()
+    missing = 30_000 - len(seen)
+    assert not missing, f"{missing} pairs missing\n{workers.logs()}"

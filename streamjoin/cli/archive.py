@@ -1,0 +1,45 @@
+"""`streamjoin archive TOPIC --to PATH`: a topic's records to Parquet, so history outlives
+Kafka retention."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from streamjoin.cli import fail
+from streamjoin.cli.spark_support import ConfOption, MasterOption, parse_conf, require_spark
+from streamjoin.errors import StreamJoinError
+
+__all__ = ("register",)
+
+
+def archive(  # noqa: PLR0917 - one parameter per command-line option
+    topic: Annotated[str, typer.Argument(help="The topic to archive.")],
+    to: Annotated[str, typer.Option("--to", help="Parquet directory to write (any Spark path).")],
+    bootstrap: Annotated[str, typer.Option(help="Kafka bootstrap servers.")] = "localhost:9092",
+    append: Annotated[
+        bool, typer.Option(help="Add only the records archived since the last run.")
+    ] = False,
+    master: MasterOption = "local[*]",
+    conf: ConfOption = None,
+) -> None:
+    """Write a topic's records to Parquet, up to each partition's high watermark."""
+    require_spark()
+    from streamjoin.spark import archive as spark_archive  # noqa: PLC0415 - optional extra
+    from streamjoin.spark import session  # noqa: PLC0415
+
+    console = Console(highlight=False)
+    try:
+        with session.spark_session(master, parse_conf(conf), "streamjoin-archive") as spark:
+            written = spark_archive.archive_topic(spark, bootstrap, topic, to, append=append)
+    except StreamJoinError as exc:
+        fail(escape(str(exc)))
+    offsets = sum(r.size for r in written)
+    console.print(f"archived {offsets} offsets of {topic!r} from {len(written)} partitions to {to}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(archive)

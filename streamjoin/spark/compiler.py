@@ -1,0 +1,80 @@
+"""A windowed stream-stream JoinSpec as a Spark DataFrame join, with the streaming runtime's rule
+(streamjoin/runtime/joins/windowed.py) as its predicate:
+
+    same key, same partition (a streaming task joins partition p of both topics),
+    right.ts in [left.ts - before, left.ts + after] (inclusive), output ts = the larger one.
+
+Null keys never match (left and outer joins emit them as non-matches); null values are skipped,
+as the streaming join skips them. The result is the *final* answer, as if grace were infinite,
+unless `drop_late` removes the records the streaming job would have dropped as late (see
+`stream_time.py`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.errors import ConfigurationError
+from streamjoin.spark.records import source_id
+from streamjoin.spark.stream_time import with_lateness
+
+__all__ = ("JOINED_COLUMNS", "join_records")
+
+_SPARK_HOW = {"inner": "inner", "left": "left_outer", "outer": "full_outer"}
+
+JOINED_COLUMNS = (
+    "key",
+    "timestamp",
+    "task_partition",
+    "left_source",
+    "right_source",
+    "left_value",
+    "right_value",
+)
+"""One join result before the joiner: its key, timestamp, the streaming task (partition) that
+would produce it, and both sides' provenance ("topic:partition:offset") and value bytes (null
+for the side a non-match lacks)."""
+
+
+def _side(frame: DataFrame, prefix: str) -> DataFrame:
+    return frame.where(sf.col("value").isNotNull()).select(
+        sf.col("key").alias(f"{prefix}_key"),
+        sf.col("value").alias(f"{prefix}_value"),
+        sf.col("timestamp").alias(f"{prefix}_ts"),
+        sf.col("partition").alias(f"{prefix}_partition"),
+        source_id(frame).alias(f"{prefix}_source"),
+    )
+
+
+def join_records(
+    spec: JoinSpec, left: DataFrame, right: DataFrame, *, drop_late: bool = False
+) -> DataFrame:
+    """JOINED_COLUMNS rows of `spec` over the records (RECORD_SCHEMA) of its two topics."""
+    window = spec.window
+    if spec.is_stream_table or window is None:
+        raise ConfigurationError(
+            f"join {spec.name!r} is a stream-table join; the Spark engine runs windowed "
+            "stream-stream joins only (run stream-table joins with `streamjoin worker`)"
+        )
+    if drop_late:
+        left, right = with_lateness(spec, left, right)
+        left, right = left.where(~sf.col("late")), right.where(~sf.col("late"))
+    lhs, rhs = _side(left, "l"), _side(right, "r")
+    condition = (
+        (lhs["l_key"] == rhs["r_key"])
+        & (lhs["l_partition"] == rhs["r_partition"])
+        & (rhs["r_ts"] >= lhs["l_ts"] - sf.lit(window.before_ms))
+        & (rhs["r_ts"] <= lhs["l_ts"] + sf.lit(window.after_ms))
+    )
+    joined = lhs.join(rhs, condition, _SPARK_HOW[spec.how])
+    return joined.select(
+        sf.coalesce("l_key", "r_key").alias("key"),
+        sf.greatest("l_ts", "r_ts").alias("timestamp"),
+        sf.coalesce("l_partition", "r_partition").alias("task_partition"),
+        sf.col("l_source").alias("left_source"),
+        sf.col("r_source").alias("right_source"),
+        sf.col("l_value").alias("left_value"),
+        sf.col("r_value").alias("right_value"),
+    )
