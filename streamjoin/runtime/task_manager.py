@@ -141,7 +141,7 @@ class TaskManager(RebalanceListener):
         return count
 
     def process(
-        self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 2_000
+        self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 500
     ) -> int:
         """Process up to `budget` buffered records, a slice per running task in turn, so one
         call never keeps the event loop (heartbeats, fetches) waiting for long."""

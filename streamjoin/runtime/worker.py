@@ -259,8 +259,9 @@ class Worker:
             manager.route(fetched)
             processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
             await sink.drain()
-            if not processed and busy:
-                await asyncio.sleep(0.005)  # waiting for an input's records to be fetched
+            # Yield to the event loop every round even when nothing above had to wait (fetched
+            # records at hand, room in the producer): heartbeats and fetches run in between.
+            await asyncio.sleep(0.005 if busy and not processed else 0)
             due = time.monotonic() >= next_commit or self.state.needs_flush
             if due and (committing is None or committing.done()):
                 if committing is not None:
