@@ -89,11 +89,15 @@ class PartitionFeed:
 
     def lag(self, tp: TopicPartition) -> int | None:
         """Records between the next one to deliver and the high watermark of the last fetch;
-        None before both are known."""
+        None while that is not known."""
         offset = self._next.get(tp)
         highwater: int | None = self._consumer.highwater(tp) if tp in self._next else None
-        if offset is None or highwater is None:
+        if highwater is None:
             return None
+        if offset is None:
+            # Nothing delivered and nothing committed yet: an empty log is caught up; otherwise
+            # where the reset policy starts is not known here.
+            return 0 if highwater == 0 else None
         return max(0, highwater - offset)
 
     def _reassign(self) -> None:
