@@ -21,7 +21,9 @@ from streamjoin import App, JoinWindows  # noqa: E402
 
 __all__ = ("AD_WINDOW", "Click", "Impression", "generate_traffic", "make_app", "topic_names")
 
-AD_WINDOW: JoinWindows = ads_app.get_join("attribute").window  # type: ignore[assignment]
+_demo_window = ads_app.get_join("attribute").window
+assert _demo_window is not None
+AD_WINDOW: JoinWindows = _demo_window
 """The demo's window: a click joins its impression within a minute, grace 5 s."""
 
 

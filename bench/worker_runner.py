@@ -1,12 +1,17 @@
 """One streamjoin worker on the benchmarks' ad join, in a process of its own, reporting what the
 benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable across processes):
 
-  {"event": "status", ...}    its tasks (active, running, learner, standby) and record counts,
-                              on every change of roles and every --report-every seconds;
+  {"event": "status", ...}    its tasks (active, running, learner, standby), record counts
+                              and event-loop stall, on every change of roles and every
+                              --report-every seconds;
   {"event": "restored", ...}  an active task finished restoring (records read, seconds);
+  {"event": "restore-started"|"restore-progress", ...}
+                              a task (active, standby or learner) began reading its
+                              changelogs / has read this many records since (every 0.5 s);
   {"event": "done", ...}      with --until-records: that many input records processed and
                               their output acknowledged by the broker, with the time of the
-                              first fetch and the CPU time since; the worker then stops.
+                              first fetch, the CPU time since and the longest event-loop
+                              stall; the worker then stops.
 
 A process per worker (rather than several workers in the benchmark's event loop) so that one
 worker restoring never delays another's processing, as on separate machines. The worker's own
@@ -31,7 +36,7 @@ from ads_join import AD_WINDOW, make_app
 
 from streamjoin import JoinWindows
 from streamjoin.runtime.worker import Worker, WorkerOptions
-from streamjoin.state.events import RestoreCompleted, StateEvent
+from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
 
 __all__ = ("options_from", "parser")
 
@@ -56,18 +61,21 @@ def status(worker: Worker) -> dict[str, Any]:
 
 
 async def report(worker: Worker, every_s: float) -> None:
-    """A status line whenever the tasks or roles change, and every `every_s` seconds."""
+    """A status line whenever the tasks or roles change, and every `every_s` seconds; "stall"
+    is the longest the worker's event loop ran late since the previous line."""
     await worker.started.wait()
     last: dict[str, Any] = {}
     next_periodic = 0.0
+    stall = 0.0
     while True:
         now = status(worker)
+        stall = max(stall, worker.loop_monitor.reset_max())
         roles = {k: v for k, v in now.items() if isinstance(v, list)}
         if roles != {k: v for k, v in last.items() if isinstance(v, list)} or (
             time.monotonic() >= next_periodic
         ):
-            emit("status", **now)
-            last = now
+            emit("status", stall=round(stall, 3), **now)
+            last, stall = now, 0.0
             next_periodic = time.monotonic() + every_s
         await asyncio.sleep(0.05)
 
@@ -91,8 +99,8 @@ async def until_processed(worker: Worker, records: int) -> None:
             first.append((time.time(), time.process_time()))
         return fetched
 
-    consumer.getmany = stamped  # type: ignore[method-assign]
-    while sum(manager.records_in.values()) < records or any(
+    consumer.getmany = stamped
+    while sum(manager.records_in.values()) < records or any(  # noqa: ASYNC110 - polled state
         a.task is None or a.task.buffered() for a in manager.active.values()
     ):
         await asyncio.sleep(0.01)
@@ -103,6 +111,7 @@ async def until_processed(worker: Worker, records: int) -> None:
         cpu_s=time.process_time() - first[0][1],
         records_in=sum(manager.records_in.values()),
         out=sum(sink.sent.values()),
+        longest_stall=worker.loop_monitor.max_lag_s,
     )
     worker.stop()
 
@@ -149,7 +158,11 @@ async def main(args: argparse.Namespace) -> None:
     worker = Worker(app, options_from(args))
 
     def on_event(event: StateEvent) -> None:
-        if isinstance(event, RestoreCompleted):
+        if isinstance(event, RestoreStarted):
+            emit("restore-started", task=event.task_id, standby=event.standby)
+        elif isinstance(event, RestoreProgress):
+            emit("restore-progress", task=event.task_id, restored=event.restored)
+        elif isinstance(event, RestoreCompleted):
             emit("restored", task=event.task_id, restored=event.restored, seconds=event.seconds)
 
     async def subscribe() -> None:

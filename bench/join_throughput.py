@@ -1,0 +1,308 @@
+"""Records/s of one streamjoin worker on the ad join, against the limit of a Python Kafka app and
+against faust-streaming, in the same run on the same embedded broker.
+
+The demo's traffic (apps/ads/data.py: N impressions 10 ms apart, 30% of them clicked within a
+minute) is produced in time order, before anything is timed, to three identical sets of topics
+(P partitions each), one per contender:
+  worker - `bench/worker_runner.py`: a streamjoin worker running apps/ads/app.py's join (left
+           join, 60 s window, 5 s grace) in a process of its own;
+  pipe   - (a) an aiokafka consumer -> producer loop in this process, copying every input record
+           to an output topic (same producer settings as the worker);
+  faust  - (b) the same join written by hand on faust-streaming tables (bench/faust_join_app.py),
+           in a process of its own.
+Each is timed from the first input record it fetched until every input record was processed and
+its output acknowledged by the broker. Printed: input records/s, CPU time per input record of
+the contender's process (less disturbed than wall time by other processes on a shared
+machine), output records, the worker's longest event-loop stall, and the ratios worker/pipe
+(target >= 60%) and worker/faust (target >= 3x). The targets are reported, not asserted.
+faust emits fewer unclicked impressions at the end of the input: its watermark is the slower
+side's (see faust_join_app.py), streamjoin's stream time the faster side's.
+
+    python bench/join_throughput.py [--impressions 100000] [--partitions 4] [--skip-faust]
+                                    [--profile worker-stacks.txt]
+
+--profile runs the worker under `py-spy record --nonblocking` (collapsed stacks into the file)
+and prints its hottest lines. About 4 minutes on 2 cores, most of it faust's run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ads_join import Click, generate_traffic, topic_names
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from streamjoin.broker import EmbeddedBroker
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.lifetime import die_with_parent
+
+HERE = Path(__file__).resolve().parent
+TIMEOUT_S = 900.0
+
+
+@dataclass
+class Outcome:
+    name: str
+    records: int
+    seconds: float
+    cpu_seconds: float | None
+    out: int | str
+    longest_stall: float | None = None
+    """Longest the contender's event loop ran late (the worker reports it)."""
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds
+
+
+async def produce(bootstrap: str, prefixes: list[str], impressions: int) -> int:
+    """The same traffic, in time order, to every prefix's input topics; returns records per set."""
+    traffic = generate_traffic(impressions)
+    records = [
+        (isinstance(r, Click), r.auction_id.encode(), r.encode(), r.timestamp_ms)
+        for r in traffic.in_time_order()
+    ]
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=512 * 1024
+    )
+    await producer.start()
+    try:
+        for prefix in prefixes:
+            imp, clk, _ = topic_names(prefix)
+            pending = []
+            for is_click, key, value, ts in records:
+                topic = clk if is_click else imp
+                pending.append(await producer.send(topic, value, key=key, timestamp_ms=ts))
+                if len(pending) >= 20_000:
+                    await asyncio.gather(*pending)
+                    pending.clear()
+            await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+    return len(records)
+
+
+async def pipe(bootstrap: str, prefix: str, partitions: int, records: int) -> Outcome:
+    """(a) consume -> produce: every input record copied to the output, same partition."""
+    imp, clk, out = topic_names(prefix)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024
+    )
+    await consumer.start()
+    await producer.start()
+    try:
+        tps = [TopicPartition(t, p) for t in (imp, clk) for p in range(partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        seen, started, cpu = 0, 0.0, 0.0
+        deliveries = []
+        while seen < records:
+            batch = await consumer.getmany(timeout_ms=100, max_records=5_000)
+            if batch and not seen:
+                started, cpu = time.perf_counter(), time.process_time()
+            for tp, fetched in batch.items():
+                seen += len(fetched)
+                for r in fetched:
+                    deliveries.append(
+                        await producer.send(
+                            out,
+                            r.value,
+                            key=r.key,
+                            partition=tp.partition,
+                            timestamp_ms=r.timestamp,
+                        )
+                    )
+            if len(deliveries) >= 10_000:
+                await asyncio.gather(*deliveries)
+                deliveries.clear()
+        await asyncio.gather(*deliveries)
+        return Outcome(
+            "pipe (a)", seen, time.perf_counter() - started, time.process_time() - cpu, seen
+        )
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+async def timed_process(
+    name: str, command: list[str], env: dict[str, str], log: Path, *, exits: bool = False
+) -> Outcome:
+    """Run `command` until it reports {"event": "done", "first", "cpu_s", ...} on stdout;
+    `exits`: it then exits by itself (let it, so that a py-spy wrapper writes its profile)."""
+    with log.open("wb") as err:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, **env},
+            preexec_fn=die_with_parent,
+        )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(TIMEOUT_S):
+            while True:
+                line = await process.stdout.readline()
+                if not line:
+                    tail = (await asyncio.to_thread(log.read_text, errors="replace")).splitlines()
+                    raise RuntimeError(f"{name} exited early:\n" + "\n".join(tail[-15:]))
+                with contextlib.suppress(ValueError):
+                    done = json.loads(line)
+                    if isinstance(done, dict) and done.get("event") == "done":
+                        break
+    finally:
+        if exits:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 60)
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 30)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+    return Outcome(
+        name,
+        done["records_in"],
+        done["t"] - done["first"],
+        done["cpu_s"],
+        done["out"],
+        done.get("longest_stall"),
+    )
+
+
+def worker_command(prefix: str, bootstrap: str, state: Path, records: int) -> list[str]:
+    return [
+        sys.executable,
+        str(HERE / "worker_runner.py"),
+        prefix,
+        "--bootstrap",
+        bootstrap,
+        "--state-dir",
+        str(state),
+        "--until-records",
+        str(records),
+    ]
+
+
+def hottest_lines(raw_profile: Path, top: int = 15) -> None:
+    """py-spy's raw output: `frame;frame;... count`; prints the lines most often on top of the
+    stack (own time) and the functions most often anywhere in it (inclusive time)."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in raw_profile.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for frame in set(frames):
+            inclusive[frame] += int(count)
+    print(f"\nworker profile: {total} samples; hottest lines (own time):")
+    for frame, n in own.most_common(top):
+        print(f"  {n / total:6.1%}  {frame}")
+    print("hottest streamjoin frames including callees:")
+    ours = [(frame, n) for frame, n in inclusive.most_common() if "streamjoin/" in frame]
+    for frame, n in ours[:top]:
+        print(f"  {n / total:6.1%}  {frame}")
+
+
+async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
+    run_id = uuid.uuid4().hex[:6]
+    names = ["worker", "pipe"] + ([] if args.skip_faust else ["faust"])
+    prefixes = {name: f"tput-{run_id}-{name}" for name in names}
+    await ensure_topics(
+        bootstrap,
+        [TopicSpec(t, args.partitions) for p in prefixes.values() for t in topic_names(p)],
+    )
+    started = time.monotonic()
+    records = await produce(bootstrap, list(prefixes.values()), args.impressions)
+    took = time.monotonic() - started
+    print(
+        f"produced {records:,} records ({args.impressions:,} impressions + clicks) to each of "
+        f"{len(prefixes)} topic sets of {args.partitions} partitions in {took:.1f} s"
+    )
+    outcomes: dict[str, Outcome] = {}
+    command = worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
+    if args.profile:
+        command = ["py-spy", "record", "--nonblocking", "-f", "raw", "-o", args.profile, "--"]
+        command += worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
+    outcomes["worker"] = await timed_process(
+        "worker", command, {}, workdir / "worker.log", exits=True
+    )
+    outcomes["pipe"] = await pipe(bootstrap, prefixes["pipe"], args.partitions, records)
+    if not args.skip_faust:
+        env = {
+            "FAUST_BENCH_PREFIX": prefixes["faust"],
+            "FAUST_BENCH_BROKER": bootstrap,
+            "FAUST_BENCH_DATADIR": str(workdir / "faust"),
+            "FAUST_BENCH_RECORDS": str(records),
+            "FAUST_BENCH_PARTITIONS": str(args.partitions),
+        }
+        faust_command = [sys.executable, str(HERE / "faust_join_app.py"), "worker"]
+        try:
+            outcomes["faust"] = await timed_process(
+                "faust (b)",
+                [*faust_command, "--loglevel", "warn"],
+                env,
+                workdir / "faust.log",
+            )
+        except (RuntimeError, TimeoutError) as error:
+            print(f"faust failed: {error}")
+    print(
+        f"\n{'contender':<12}{'records':>10}{'seconds':>9}{'records/s':>11}"
+        f"{'CPU us/rec':>12}{'output':>9}"
+    )
+    for o in outcomes.values():
+        cpu = (
+            f"{o.cpu_seconds / o.records * 1e6:12.1f}"
+            if o.cpu_seconds is not None
+            else f"{'-':>12}"
+        )
+        print(f"{o.name:<12}{o.records:>10,}{o.seconds:>9.2f}{o.rate:>11,.0f}{cpu}{o.out:>9}")
+    worker = outcomes["worker"]
+    if worker.longest_stall is not None:
+        print(
+            f"worker's event loop ran up to {worker.longest_stall:.1f} s late while processing "
+            "(heartbeats, fetches and commits wait that long)"
+        )
+    if "pipe" in outcomes:
+        ratio = worker.rate / outcomes["pipe"].rate
+        print(f"worker / pipe (a):  {ratio:5.0%}   (target >= 60%)")
+    if "faust" in outcomes:
+        ratio = worker.rate / outcomes["faust"].rate
+        print(f"worker / faust (b): {ratio:5.2f}x  (target >= 3x)")
+    if args.profile:
+        hottest_lines(Path(args.profile))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--impressions", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--skip-faust", action="store_true")
+    parser.add_argument("--profile", help="py-spy raw output file for the worker")
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="streamjoin-tput-") as workdir,
+        EmbeddedBroker() as broker,
+    ):
+        print(f"embedded broker {broker.bootstrap}, cpus={os.cpu_count()}")
+        asyncio.run(run(broker.bootstrap, args, Path(workdir)))
+
+
+if __name__ == "__main__":
+    main()
