@@ -179,7 +179,8 @@ def spark_leg(bootstrap: str, records: int) -> tuple[int, float, int]:
 def worker_leg(
     bootstrap: str, suffix: str, partitions: int, records: int, want: int
 ) -> tuple[int, float, int]:
-    """(joined records, seconds, peak RSS) of the worker, from its start to its last output."""
+    """(joined records, seconds, peak RSS) of the worker, from its start to its last output
+    (start-up and the group join included, as in Spark's figures the job's planning is)."""
     from backfill_app import app
 
     spec = app.get_join("attribute")
@@ -207,10 +208,9 @@ def worker_leg(
         )
         try:
             with peak_rss(worker.pid) as peak:
-                seen, first = asyncio.run(
-                    count_output(bootstrap, spec.into.name, partitions, want, 1_800)
+                seen, first, done = asyncio.run(
+                    count_output(bootstrap, spec.into.name, partitions, want, 60)
                 )
-                done = time.monotonic()
         finally:
             worker.send_signal(signal.SIGTERM)
             try:

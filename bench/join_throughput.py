@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -60,6 +61,8 @@ class Outcome:
     out: int | str
     longest_stall: float | None = None
     """Longest the contender's event loop ran late (the worker reports it)."""
+    threads: dict[str, float] | None = None
+    """CPU seconds by thread over the whole process (the worker reports it)."""
 
     @property
     def rate(self) -> float:
@@ -179,6 +182,7 @@ async def timed_process(
         done["cpu_s"],
         done["out"],
         done.get("longest_stall"),
+        done.get("threads"),
     )
 
 
@@ -236,7 +240,8 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     outcomes: dict[str, Outcome] = {}
     command = worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
     if args.profile:
-        command = ["py-spy", "record", "--nonblocking", "-f", "raw", "-o", args.profile, "--"]
+        py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        command = [py_spy, "record", "--nonblocking", "-f", "raw", "-o", args.profile, "--"]
         command += worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
     outcomes["worker"] = await timed_process(
         "worker", command, {}, workdir / "worker.log", exits=True
@@ -277,6 +282,9 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
             f"worker's event loop ran up to {worker.longest_stall:.1f} s late while processing "
             "(heartbeats, fetches and commits wait that long)"
         )
+    if worker.threads:
+        split = ", ".join(f"{name} {cpu:.1f} s" for name, cpu in sorted(worker.threads.items()))
+        print(f"worker CPU by thread, start-up included: {split}")
     if "pipe" in outcomes:
         ratio = worker.rate / outcomes["pipe"].rate
         print(f"worker / pipe (a):  {ratio:5.0%}   (target >= 60%)")

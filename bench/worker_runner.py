@@ -11,7 +11,8 @@ benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable 
   {"event": "done", ...}      with --until-records: that many input records processed and
                               their output acknowledged by the broker, with the time of the
                               first fetch, the CPU time since and the longest event-loop
-                              stall; the worker then stops.
+                              stall, and CPU seconds by thread (whole run); the worker
+                              then stops.
 
 A process per worker (rather than several workers in the benchmark's event loop) so that one
 worker restoring never delays another's processing, as on separate machines. The worker's own
@@ -26,6 +27,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -112,8 +114,25 @@ async def until_processed(worker: Worker, records: int) -> None:
         records_in=sum(manager.records_in.values()),
         out=sum(sink.sent.values()),
         longest_stall=worker.loop_monitor.max_lag_s,
+        threads=thread_cpu(),
     )
     worker.stop()
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process by thread name (Linux /proc): the Python thread against
+    RocksDB's background threads (flushes, compactions)."""
+    seconds: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        utime, stime = int(stat[11]), int(stat[12])
+        seconds[name] = seconds.get(name, 0.0) + (utime + stime) / tick
+    return seconds
 
 
 def parser() -> argparse.ArgumentParser:
