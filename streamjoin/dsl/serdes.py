@@ -67,16 +67,22 @@ class StrSerde:
 
 
 def _to_jsonable(value: Any) -> Any:
+    """A dataclass or Record as a dict of its fields, one level deep: the encoder calls this
+    again for any nested one (cheaper than `dataclasses.asdict`'s deep copy)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if is_faust_record(type(value)):
         return value.asdict()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+_encode = json.JSONEncoder(separators=(",", ":"), default=_to_jsonable).encode
+"""One encoder for every record: `json.dumps` with options builds a new one per call."""
+
+
 def _json_dumps(value: Any) -> bytes:
     try:
-        return json.dumps(value, separators=(",", ":"), default=_to_jsonable).encode()
+        return _encode(value).encode()
     except (TypeError, ValueError) as exc:
         raise SerdeError(f"cannot encode as JSON: {exc}") from None
 

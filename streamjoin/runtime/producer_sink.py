@@ -1,8 +1,12 @@
-"""Deliver output and dead-letter records through an aiokafka producer.
+"""Deliver output and dead-letter records through an aiokafka producer, a batch per partition.
 
 Tasks produce synchronously while they process; the records wait here until the worker's loop
 hands them to the producer (which may make it wait when its buffer is full: back-pressure), and
 the commit loop's `flush` confirms them before any input offset is committed.
+
+Records go into one aiokafka `BatchBuilder` per topic-partition (partitioned by key with Kafka's
+default partitioner, as `send` would) instead of one `send` per record: a future per batch, not
+per record, and no per-record metadata lookup, which more than halves the cost of an output.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from typing import Any
+
+from aiokafka.partitioner import DefaultPartitioner
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.sink import OutgoingRecord
@@ -22,10 +28,14 @@ class DeliveryError(StreamJoinError):
 
 
 class ProducerSink:
+    """The producer must not have key or value serializers: records are bytes."""
+
     def __init__(self, producer: Any) -> None:
         self._producer = producer
         self._queued: list[OutgoingRecord] = []
         self._in_flight: list[asyncio.Future[Any]] = []
+        self._partitions: dict[str, list[int]] = {}
+        self._partitioner = DefaultPartitioner()
         self.sent: Counter[str] = Counter()
         """Records handed to the producer, by topic."""
 
@@ -35,18 +45,21 @@ class ProducerSink:
     async def drain(self) -> None:
         """Hand queued records to the producer (waits only while its buffer is full)."""
         queued, self._queued = self._queued, []
-        send = self._producer.send
+        batches: dict[tuple[str, int], Any] = {}
         for r in queued:
-            delivery = await send(
-                r.topic,
-                r.value,
-                key=r.key,
-                partition=r.partition,
-                timestamp_ms=r.timestamp,
-                headers=r.headers,
-            )
-            self._in_flight.append(delivery)
+            partition = r.partition
+            if partition is None:
+                partition = await self._partition_of(r.topic, r.key)
+            batch = batches.get((r.topic, partition))
+            if batch is None:
+                batch = batches[r.topic, partition] = self._producer.create_batch()
+            if self._append(batch, r) is None:
+                await self._send(batch, r.topic, partition)
+                batch = batches[r.topic, partition] = self._producer.create_batch()
+                self._append(batch, r)  # an empty batch takes any record
             self.sent[r.topic] += 1
+        for (topic, partition), batch in batches.items():
+            await self._send(batch, topic, partition)
 
     async def flush(self) -> None:
         """Everything sent before this call is acknowledged by the broker, or DeliveryError.
@@ -61,3 +74,20 @@ class ProducerSink:
                 raise DeliveryError(
                     f"an output record was not delivered ({type(outcome).__name__}: {outcome})"
                 ) from outcome
+
+    @staticmethod
+    def _append(batch: Any, r: OutgoingRecord) -> Any:
+        return batch.append(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
+
+    async def _send(self, batch: Any, topic: str, partition: int) -> None:
+        batch.close()
+        self._in_flight.append(await self._producer.send_batch(batch, topic, partition=partition))
+
+    async def _partition_of(self, topic: str, key: bytes | None) -> int:
+        partitions = self._partitions.get(topic)
+        if partitions is None:
+            partitions = self._partitions[topic] = sorted(
+                await self._producer.partitions_for(topic)
+            )
+        partition: int = self._partitioner(key, partitions, partitions)
+        return partition
