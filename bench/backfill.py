@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from produce import produce_all
 
 HERE = Path(__file__).resolve().parent
 CAMPAIGNS = ("spring-sale", "new-phone", "travel", "insurance", "games")
@@ -106,20 +107,7 @@ async def produce(bootstrap: str, impressions: str, clicks: str, records: int) -
             )
         )
     events.sort(key=lambda e: e[0])
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=512 * 1024
-    )
-    await producer.start()
-    try:
-        pending = []
-        for ts, topic, key, value in events:
-            pending.append(await producer.send(topic, value, key=key, timestamp_ms=ts))
-            if len(pending) >= 20_000:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await asyncio.gather(*pending)
-    finally:
-        await producer.stop()
+    await produce_all(bootstrap, ((topic, key, value, ts) for ts, topic, key, value in events))
 
 
 async def count_output(

@@ -43,6 +43,8 @@ from pathlib import Path
 
 from ads_join import Click, generate_traffic, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from produce import produce_all
+from runner_process import terminate
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
@@ -76,23 +78,11 @@ async def produce(bootstrap: str, prefixes: list[str], impressions: int) -> int:
         (isinstance(r, Click), r.auction_id.encode(), r.encode(), r.timestamp_ms)
         for r in traffic.in_time_order()
     ]
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=512 * 1024
-    )
-    await producer.start()
-    try:
-        for prefix in prefixes:
-            imp, clk, _ = topic_names(prefix)
-            pending = []
-            for is_click, key, value, ts in records:
-                topic = clk if is_click else imp
-                pending.append(await producer.send(topic, value, key=key, timestamp_ms=ts))
-                if len(pending) >= 20_000:
-                    await asyncio.gather(*pending)
-                    pending.clear()
-            await asyncio.gather(*pending)
-    finally:
-        await producer.stop()
+    for prefix in prefixes:
+        imp, clk, _ = topic_names(prefix)
+        await produce_all(
+            bootstrap, ((clk if is_click else imp, *rest) for is_click, *rest in records)
+        )
     return len(records)
 
 
@@ -168,13 +158,7 @@ async def timed_process(
         if exits:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 60)
-        if process.returncode is None:
-            process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 30)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+        await terminate(process)
     return Outcome(
         name,
         done["records_in"],

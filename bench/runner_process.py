@@ -16,7 +16,7 @@ from typing import Any
 
 from streamjoin.lifetime import die_with_parent
 
-__all__ = ("RunnerProcess", "Snapshot", "owners_over_time", "settled", "until")
+__all__ = ("RunnerProcess", "Snapshot", "owners_over_time", "settled", "terminate", "until")
 
 RUNNER = Path(__file__).resolve().parent / "worker_runner.py"
 
@@ -105,19 +105,25 @@ class RunnerProcess:
 
     async def stop(self) -> None:
         """SIGTERM (commit, leave the group), SIGKILL if that takes longer than 30 s."""
-        process = self._process
-        if process is not None and process.returncode is None:
-            process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 30)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
+        if self._process is not None:
+            await terminate(self._process)
         if self._reader is not None:
             await self._reader
 
     def log_tail(self, lines: int = 20) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+async def terminate(process: asyncio.subprocess.Process, grace_s: float = 30) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within `grace_s`."""
+    if process.returncode is not None:
+        return
+    process.terminate()
+    try:
+        await asyncio.wait_for(process.wait(), grace_s)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
 
 
 def settled(workers: list[RunnerProcess], tasks: int, since: float) -> bool:

@@ -31,6 +31,7 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.followup import FollowupTrigger
+from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
@@ -125,7 +126,8 @@ class Worker:
         )
         await producer.start()
         try:
-            await self._run(producer, topology)
+            with collector_tuned_for_throughput():
+                await self._run(producer, topology)
         finally:
             await producer.stop()
 
