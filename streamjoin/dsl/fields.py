@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,11 +51,12 @@ FIELD_TYPES: tuple[FieldType, ...] = (int, float, str, bool)
 _OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
-class Expression:
+class Expression(ABC):
     """Something a field mapping computes from the left and right values."""
 
+    @abstractmethod
     def evaluate(self, left_value: Any, right_value: Any) -> Any:
-        raise NotImplementedError
+        """The value for one pair (either side may be None), with SQL's null rules."""
 
     def __add__(self, other: Expression | int | float) -> Arithmetic:
         return Arithmetic("+", self, _expression(other))
