@@ -107,17 +107,24 @@ class JsonSerde:
 
 
 class _ObjectSerde:
-    """JSON objects decoded into instances of one class through `build(fields)`."""
+    """JSON objects decoded into instances of one class through `build(fields)`, and encoded
+    from `fields_of(instance)` (nested dataclasses and Records are encoded as objects too)."""
 
-    def __init__(self, cls: type, build: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(
+        self,
+        cls: type,
+        build: Callable[[dict[str, Any]], Any],
+        fields_of: Callable[[Any], dict[str, Any]],
+    ) -> None:
         self.cls = cls
         self.name = f"json:{cls.__module__}.{cls.__qualname__}"
         self._build = build
+        self._fields_of = fields_of
 
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, self.cls):
             raise SerdeError(f"expected {self.cls.__name__}, got {type(value).__name__}")
-        return _json_dumps(value)
+        return _json_dumps(self._fields_of(value))
 
     def deserialize(self, data: bytes) -> Any:
         fields = _json_loads(data)
@@ -133,14 +140,18 @@ class _ObjectSerde:
 
 class DataclassSerde(_ObjectSerde):
     def __init__(self, cls: type) -> None:
-        names = frozenset(f.name for f in dataclasses.fields(cls))
+        ordered = tuple(f.name for f in dataclasses.fields(cls))
+        names = frozenset(ordered)
 
         def build(fields: dict[str, Any]) -> Any:
             if fields.keys() <= names:
                 return cls(**fields)
             return cls(**{k: v for k, v in fields.items() if k in names})
 
-        super().__init__(cls, build)
+        def fields_of(value: Any) -> dict[str, Any]:
+            return {name: getattr(value, name) for name in ordered}
+
+        super().__init__(cls, build, fields_of)
 
 
 class FaustRecordSerde(_ObjectSerde):
@@ -151,7 +162,7 @@ class FaustRecordSerde(_ObjectSerde):
             fields.pop("__faust", None)
             return cls(**fields)
 
-        super().__init__(cls, build)
+        super().__init__(cls, build, lambda record: record.asdict())
 
 
 def is_faust_record(cls: type) -> bool:
