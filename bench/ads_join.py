@@ -16,10 +16,19 @@ sys.path.insert(0, str(ADS_DIR))
 from app import Attributed, attribute  # noqa: E402 - the demo's modules live in apps/ads
 from app import joins as ads_app  # noqa: E402
 from data import Click, Impression, generate_traffic  # noqa: E402
+from verify import longest_gap  # noqa: E402
 
 from streamjoin import App, JoinWindows  # noqa: E402
 
-__all__ = ("AD_WINDOW", "Click", "Impression", "generate_traffic", "make_app", "topic_names")
+__all__ = (
+    "AD_WINDOW",
+    "Click",
+    "Impression",
+    "generate_traffic",
+    "longest_gap",
+    "make_app",
+    "topic_names",
+)
 
 _demo_window = ads_app.get_join("attribute").window
 assert _demo_window is not None

@@ -8,7 +8,7 @@ import itertools
 import time
 from collections import defaultdict
 
-from ads_join import Click, Impression, make_app, topic_names
+from ads_join import Click, Impression, longest_gap, make_app, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streamjoin.runtime.topology import AppTopology, TaskId
@@ -114,5 +114,4 @@ class Arrivals:
             await consumer.stop()
 
     def longest_gap(self, partition: int, start: float, end: float) -> float:
-        inside = [t for t in self.times.get(partition, []) if start < t < end]
-        return max(b - a for a, b in itertools.pairwise([start, *inside, end]))
+        return longest_gap(self.times.get(partition, []), start, end)

@@ -47,11 +47,16 @@ class OutputLog:
 
     def longest_pauses(self, start: float, end: float) -> dict[int, float]:
         """Per partition, the longest time without output between `start` and `end`."""
-        pauses = {}
-        for partition, times in sorted(self.arrivals.items()):
-            inside = [start, *(t for t in times if start <= t <= end), end]
-            pauses[partition] = max(b - a for a, b in itertools.pairwise(inside))
-        return pauses
+        return {
+            partition: longest_gap(times, start, end)
+            for partition, times in sorted(self.arrivals.items())
+        }
+
+
+def longest_gap(times: list[float], start: float, end: float) -> float:
+    """The longest time between `start` and `end` with none of `times` in it."""
+    inside = [start, *(t for t in times if start <= t <= end), end]
+    return max(b - a for a, b in itertools.pairwise(inside))
 
 
 async def collect_output(

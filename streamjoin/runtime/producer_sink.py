@@ -6,7 +6,8 @@ the commit loop's `flush` confirms them before any input offset is committed.
 
 Records go into one aiokafka `BatchBuilder` per topic-partition (partitioned by key with Kafka's
 default partitioner, as `send` would) instead of one `send` per record: a future per batch, not
-per record, and no per-record metadata lookup, which more than halves the cost of an output.
+per record, and no per-record metadata lookup (on the ad join, handing outputs to the producer
+fell from 12% to 9% of the worker's CPU, most of what is left being the key's murmur2 hash).
 """
 
 from __future__ import annotations
