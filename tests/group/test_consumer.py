@@ -404,6 +404,8 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
     for name in "ab":
         await group.add(name, ["range"], group_instance_id=f"{name}-{unique}", **STATIC_TIMEOUTS)
     await group.settle(partitions, "ab")
+    # Settled is the members' state; their on_assigned callbacks may still be running.
+    await group.wait_until(lambda: all(group.events[n].assigned for n in "ab"), 10)
     follower = next(n for n in "ab" if not group.consumers[n].member.is_leader)
     leader = "b" if follower == "a" else "a"
     kept = group.consumers[follower].assignment()
