@@ -29,10 +29,10 @@ class OutputWriter:
         self._spec = spec
         self._partition = partition
         self._sink = sink
+        self._left_source = f"{spec.left.name}:{partition}:".encode()
+        self._right_source = f"{spec.right.name}:{partition}:".encode()
+        """Source header values up to the offset, made once."""
         self.written = 0
-
-    def _source(self, topic: str, offset: int) -> bytes:
-        return f"{topic}:{self._partition}:{offset}".encode()
 
     def write(self, result: JoinOutput) -> None:
         """Run the joiner (which may raise: the caller decides what a failure means); a joiner
@@ -45,9 +45,9 @@ class OutputWriter:
         payload = spec.into.value_serde.serialize(value)
         headers = []
         if left is not None:
-            headers.append((LEFT_SOURCE_HEADER, self._source(spec.left.name, left.offset)))
+            headers.append((LEFT_SOURCE_HEADER, b"%s%d" % (self._left_source, left.offset)))
         if right is not None:
-            headers.append((RIGHT_SOURCE_HEADER, self._source(spec.right.name, right.offset)))
+            headers.append((RIGHT_SOURCE_HEADER, b"%s%d" % (self._right_source, right.offset)))
         partition = self._partition if result.key is None else None
         self._sink.send(
             OutgoingRecord(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from streamjoin.dsl.serdes import SerdeError
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.dead_letters import BadRecordError, dead_letter
-from streamjoin.runtime.joins.records import JoinOutput, Side, SourceRecord
+from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceRecord
 from streamjoin.runtime.ordering import TimestampOrderedInputs
 from streamjoin.runtime.output import OutputWriter
 from streamjoin.runtime.sink import RecordSink
@@ -81,12 +81,14 @@ class JoinTask:
         """Process up to `budget` buffered records in timestamp order; returns how many.
         `lag(side)`: records of that side on the broker not yet fetched (None: unknown)."""
         done = 0
+        next_record, process_one = self._inputs.next, self._process_one
+        lag_of_index = lambda index: lag(SIDES[index])  # noqa: E731 - made once per call
         while done < budget:
-            picked = self._inputs.next(now_ms, lambda i: lag(Side(i)))
+            picked = next_record(now_ms, lag_of_index)
             if picked is None:
                 break
             index, record = picked
-            self._process_one(Side(index), record)
+            process_one(SIDES[index], record)
             done += 1
         return done
 

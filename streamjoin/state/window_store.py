@@ -1,8 +1,9 @@
 """Window store: a key's records by timestamp, duplicates kept, old segments dropped.
 
 Built for windowed stream-stream joins: both sides `put` every record, and each record
-`fetch`es the other side's records for its key in [t - before, t + after]. See encoding.py for
-the key layout that makes such a fetch one short range scan per segment.
+`fetch`es the other side's records for its key in [t - before, t + after]. Such fetches are
+answered from the newest records kept in memory (recent_records.py) when they can be; otherwise
+encoding.py's key layout makes them one short range scan per segment.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from streamjoin.state.encoding import (
     segment_prefix,
     window_changelog_key,
 )
+from streamjoin.state.recent_records import Entry, RecentRecords
 from streamjoin.state.segments import Segments
 from streamjoin.state.store_base import LocalStore
 
@@ -58,6 +60,7 @@ class WindowStore(LocalStore):
         self._dropped_below: int | None = None
         meta = self._db.get(META_KEY)
         self._stream_time, self._next_sequence = (NO_TIME, 0) if meta is None else decode_meta(meta)
+        self._recent = RecentRecords(self._stream_time, self.spec.recent_bytes)
 
     @property
     def stream_time(self) -> int:
@@ -68,13 +71,23 @@ class WindowStore(LocalStore):
     def pending_count(self) -> int:
         return self._pending_count + self._flushing_count
 
-    def put(self, key: bytes, timestamp: int, value: bytes) -> bool:
-        """Store a record; False (and nothing stored) if it is already expired."""
+    @property
+    def recent(self) -> RecentRecords:
+        """The newest records, in memory."""
+        return self._recent
+
+    def put(self, key: bytes, timestamp: int, value: bytes, memo: Any = None) -> bool:
+        """Store a record; False (and nothing stored) if it is already expired.
+
+        `memo` stays with the record while it is in memory (`fetch_with_memos` returns it).
+        """
         writer = self._require_writer()
         stream_time = max(self._stream_time, timestamp)
         if self.segments.is_expired(timestamp, stream_time):
             self.dropped_expired += 1
             return False
+        if stream_time > self._stream_time:
+            self._recent.expire(stream_time - self.segments.retention_ms)
         sequence = self._next_sequence
         changelog_key = window_changelog_key(key, timestamp, sequence)
         writer.append(changelog_key, value, timestamp)
@@ -83,16 +96,32 @@ class WindowStore(LocalStore):
         local = local_key(timestamp // self.segments.interval_ms, changelog_key)
         self._pending.setdefault(key, []).append((timestamp, local, value))
         self._pending_count += 1
+        self._recent.add(key, timestamp, value, memo)
         return True
 
     def fetch(self, key: bytes, t_from: int, t_to: int) -> list[tuple[int, bytes]]:
         """`key`'s live records with t_from <= timestamp <= t_to as (timestamp, value), in time
         order (equal timestamps in write order)."""
+        return [(ts, value) for ts, value, _ in self.fetch_with_memos(key, t_from, t_to)]
+
+    def fetch_with_memos(self, key: bytes, t_from: int, t_to: int) -> list[Entry]:
+        """As `fetch`, as (timestamp, value, memo): the memo given to `put` while the record is
+        in memory, else None."""
         bounds = self.segments.live_bounds(t_from, t_to, self._stream_time)
         if bounds is None:
             return []
         low, high = bounds
-        found: list[tuple[int, bytes]] = []
+        recent = self._recent
+        if low > recent.floor:
+            return recent.get(key, low, high)
+        found = self._fetch_stored(key, low, min(high, recent.floor))
+        if high > recent.floor:
+            found += recent.get(key, low, high)
+        return found
+
+    def _fetch_stored(self, key: bytes, low: int, high: int) -> list[Entry]:
+        """From RocksDB and the writes not yet in it, memos None."""
+        found: list[Entry] = []
         unpack = _TS.unpack_from
         for segment in range(self.segments.segment_of(low), self.segments.segment_of(high) + 1):
             prefix = key_prefix(segment, key)
@@ -101,12 +130,12 @@ class WindowStore(LocalStore):
             offset = len(prefix)
             items = self._db.items(from_key=prefix + encode_ts(low), read_opt=options)
             for local, value in cast("Iterator[tuple[bytes, bytes]]", items):
-                found.append((unpack(local, offset)[0] - _BIAS, value))
+                found.append((unpack(local, offset)[0] - _BIAS, value, None))
         unsorted = False
         for layer in (self._flushing, self._pending):
             for timestamp, _, value in layer.get(key, ()):
                 if low <= timestamp <= high:
-                    found.append((timestamp, value))
+                    found.append((timestamp, value, None))
                     unsorted = True
         if unsorted:
             found.sort(key=itemgetter(0))
@@ -123,6 +152,7 @@ class WindowStore(LocalStore):
                 self._restore_each(records, batch)
             last = records[-1].key
             self._next_sequence = (int.from_bytes(last[-4:], "big") + 1) % SEQUENCE_MODULUS
+            self._recent.raise_floor(self._stream_time)
         return self._complete_batch(batch)
 
     def _restore_within_one_segment(self, records: Sequence[Any], batch: WriteBatch) -> bool:
@@ -212,6 +242,7 @@ class WindowStore(LocalStore):
     def discard_pending(self) -> None:
         self._pending, self._flushing = {}, {}
         self._pending_count = self._flushing_count = 0
+        self._recent.reset(self._stream_time)
 
     def _complete_batch(self, batch: WriteBatch) -> WriteBatch:
         """Add the metadata and the deletion of expired segments."""

@@ -16,6 +16,7 @@ from streamjoin.dsl.serdes import (
     JsonSerde,
     SerdeError,
     StrSerde,
+    decodes_immutable,
     serde_for,
 )
 from streamjoin.errors import ConfigurationError
@@ -66,6 +67,7 @@ def test_dataclass_round_trip_ignores_unknown_fields() -> None:
         (Impression, b"{oops", "not JSON"),
         (str, b"\xff", "not UTF-8"),
         (dict, b"", "not JSON"),
+        (dict, '{"a": 1}'.encode("utf-16"), "not JSON"),
     ],
 )
 def test_undecodable_input_raises_serde_error(
@@ -82,9 +84,32 @@ def test_wrong_value_for_a_serde_raises_serde_error() -> None:
         StrSerde().serialize(5)
 
 
+@dataclass(frozen=True)
+class FrozenClick:
+    auction_id: str
+
+
+def test_only_serdes_of_unchangeable_values_share_them() -> None:
+    """Shared decoded values must not be changeable by one joiner call for the next."""
+    shared = {t: decodes_immutable(serde_for(t)) for t in (bytes, str, FrozenClick)}
+    copied = {t: decodes_immutable(serde_for(t)) for t in (dict, Click, Impression)}
+    assert all(shared.values()) and not any(copied.values())
+    assert not decodes_immutable(type("Custom", (), {"immutable": "yes"})())  # only a real True
+
+
+def test_cycles_and_unencodable_values_raise_serde_error() -> None:
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for value in (cycle, {1j: 2}, object()):
+        with pytest.raises(SerdeError, match="cannot encode as JSON"):
+            JsonSerde().serialize(value)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
-    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    lambda children: (
+        st.lists(children) | st.dictionaries(st.text(), children) | st.floats(allow_nan=False)
+    ),
     max_leaves=10,
 )
 

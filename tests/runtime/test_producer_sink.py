@@ -49,7 +49,7 @@ class FailingProducer:
 async def test_a_failed_delivery_raises_delivery_error() -> None:
     producer = FailingProducer()
     sink = ProducerSink(producer)
-    sink.send(OutgoingRecord("out", b"k", b"v", 1, partition=1))
+    sink.send(OutgoingRecord("out", b"k", b"v", 1, [], partition=1))
     with pytest.raises(DeliveryError, match="KafkaTimeoutError"):
         await sink.flush()
     assert producer.batches == [("out", 1)]
@@ -66,7 +66,7 @@ async def test_records_reach_the_partition_send_would_choose_in_order(
         OutgoingRecord(out, b"auction-%d" % i, b"v%d" % i, 1_000 + i, [("h", b"%d" % i)])
         for i in range(600)
     ]
-    pinned = OutgoingRecord(out, None, b"no key", 5_000, partition=2)
+    pinned = OutgoingRecord(out, None, b"no key", 5_000, [], partition=2)
     dead_letter = OutgoingRecord(dlq, b"bad", b"raw", 6_000, [("error", b"SerdeError")])
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, max_batch_size=4096)
     await producer.start()

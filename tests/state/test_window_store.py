@@ -80,6 +80,21 @@ def test_fetch_merges_flushed_and_pending_records(
     ]
 
 
+def test_discarded_writes_are_gone_from_memory_too(
+    tmp_path: Path, recording_writer: Callable[[], Any]
+) -> None:
+    """A failed changelog delivery discards unconfirmed writes; fetches must not see them."""
+    store = open_store(tmp_path / "w", recording_writer())
+    store.put(b"k", 10, b"confirmed", memo="m")
+    store.begin_flush()
+    store.finish_flush()
+    store.put(b"k", 20, b"unconfirmed", memo="m")
+    store.discard_pending()
+    assert store.fetch_with_memos(b"k", 0, 30) == [(10, b"confirmed", None)]
+    store.put(b"k", 25, b"after", memo="m")
+    assert store.fetch_with_memos(b"k", 0, 30) == [(10, b"confirmed", None), (25, b"after", "m")]
+
+
 def test_retention_drops_old_segments_and_keeps_new(
     tmp_path: Path, recording_writer: Callable[[], Any]
 ) -> None:
@@ -152,34 +167,51 @@ def test_restore_refuses_a_key_without_suffix(
 
 
 puts = st.lists(
-    st.tuples(st.sampled_from([b"a", b"b", b"ab"]), st.integers(0, 400), st.booleans()),
+    st.tuples(
+        st.sampled_from([b"a", b"b", b"ab"]),
+        st.integers(0, 400),
+        st.sampled_from(["put", "flush", "reopen"]),
+    ),
     max_size=60,
 )
 
 
 @settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(puts, st.integers(-50, 450), st.integers(0, 120))
+@given(puts, st.integers(-50, 450), st.integers(0, 120), st.sampled_from([0, 700, 1 << 20]))
 def test_fetch_matches_a_list_model(
     tmp_path_factory: pytest.TempPathFactory,
     recording_writer: Callable[[], Any],
-    records: list[tuple[bytes, int, bool]],
+    records: list[tuple[bytes, int, str]],
     t_from: int,
     width: int,
+    recent_bytes: int,
 ) -> None:
-    store = open_store(tmp_path_factory.mktemp("w") / "w", recording_writer())
+    """Whatever part the newest records in memory answer (all, some or none: a budget of 0,
+    of about three records, or ample; reopening empties them), fetches equal the model's, and a
+    record's memo comes back exactly while it is in memory."""
+    spec = StoreSpec.window(
+        "win", retention_ms=100, segment_interval_ms=10, recent_bytes=recent_bytes
+    )
+    path = tmp_path_factory.mktemp("w") / "w"
+    store = WindowStore(spec, path)
+    store.attach_writer(recording_writer())
     model: list[tuple[bytes, int, bytes]] = []
     stream_time = NO_TIME
-    for i, (key, ts, flush) in enumerate(records):
+    for i, (key, ts, then) in enumerate(records):
         stream_time = max(stream_time, ts)
-        stored = store.put(key, ts, b"%d" % i)
+        stored = store.put(key, ts, b"%d" % i, memo=("memo", i))
         assert stored == (ts > stream_time - 100)
         if stored:
             model.append((key, ts, b"%d" % i))
-        if flush:
+        if then != "put":
             store.begin_flush()
             store.finish_flush()
+        if then == "reopen":
+            store.close()
+            store = WindowStore(spec, path)
+            store.attach_writer(recording_writer())
     for key in (b"a", b"b", b"ab"):
         expected = sorted(
             (
@@ -190,6 +222,15 @@ def test_fetch_matches_a_list_model(
             key=lambda item: item[0],
         )
         assert store.fetch(key, t_from, t_from + width) == expected
+        with_memos = store.fetch_with_memos(key, t_from, t_from + width)
+        assert [(ts, v) for ts, v, _ in with_memos] == expected
+        ample = recent_bytes == 1 << 20 and all(then != "reopen" for _, _, then in records)
+        for ts, value, memo in with_memos:
+            assert memo in (None, ("memo", int(value)))
+            if memo is None:
+                assert not ample  # then every live record is answered from memory
+                assert ts <= store.recent.floor
+    assert store.recent.size_bytes <= recent_bytes
     store.close()
 
 

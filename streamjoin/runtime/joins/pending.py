@@ -3,9 +3,9 @@
 Entries live in a key-value store (so they survive a move through its changelog) under
 `timestamp | side | len(key) | key | offset` (timestamp biased by 2**63, integers big-endian):
 everything of one (timestamp, side, key) shares a prefix, and a replayed source record rewrites
-its own entry instead of adding a second one. The hot path never scans the store: an in-memory
-index (prefix -> entries, and a heap of prefixes by timestamp), loaded once when the task opens,
-answers "what matched" and "what is due" in logarithmic time.
+its own entry instead of adding a second one. The hot path never reads the store: an in-memory
+index (prefix -> entries with their values, and a heap of prefixes by timestamp), loaded once
+when the task opens, answers "what matched" and "what is due" in logarithmic time.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import heapq
 import struct
 from collections.abc import Iterator
+from typing import Any
 
-from streamjoin.runtime.joins.records import Side
+from streamjoin.runtime.joins.records import SIDES, Side
 from streamjoin.state.kv_store import KeyValueStore
 
 __all__ = ("PendingNonMatches",)
@@ -30,7 +31,7 @@ def _prefix(timestamp: int, side: Side, key: bytes) -> bytes:
 
 def _parse(prefix: bytes) -> tuple[int, Side, bytes]:
     biased, side, size = _HEAD.unpack_from(prefix)
-    return biased - _BIAS, Side(side), prefix[_HEAD.size : _HEAD.size + size]
+    return biased - _BIAS, SIDES[side], prefix[_HEAD.size : _HEAD.size + size]
 
 
 class PendingNonMatches:
@@ -38,35 +39,45 @@ class PendingNonMatches:
 
     def __init__(self, store: KeyValueStore) -> None:
         self._store = store
-        self._entries: dict[bytes, list[bytes]] = {}
-        """prefix -> store keys of its pending records, in offset order."""
+        self._entries: dict[bytes, list[tuple[bytes, bytes, Any]]] = {}
+        """prefix -> (store key, stored value, memo) of its pending records, in offset order."""
         self._due: list[tuple[int, bytes]] = []
         """(timestamp, prefix) heap; prefixes already matched are skipped when popped."""
-        for entry, _ in store.range():
+        for entry, stored in store.range():
             prefix = entry[: -_OFFSET.size]
-            self._index(_parse(prefix)[0], prefix, entry)
+            self._index(_parse(prefix)[0], prefix, entry, stored, None)
 
-    def _index(self, timestamp: int, prefix: bytes, entry: bytes) -> None:
+    def _index(self, timestamp: int, prefix: bytes, entry: bytes, stored: bytes, memo: Any) -> None:
         entries = self._entries.get(prefix)
         if entries is None:
-            self._entries[prefix] = [entry]
+            self._entries[prefix] = [(entry, stored, memo)]
             heapq.heappush(self._due, (timestamp, prefix))
-        elif entry not in entries:
-            entries.append(entry)
+        elif all(entry != known for known, _, _ in entries):
+            entries.append((entry, stored, memo))
 
-    def add(self, timestamp: int, side: Side, key: bytes, offset: int, stored: bytes) -> None:
+    def add(
+        self,
+        timestamp: int,
+        side: Side,
+        key: bytes,
+        offset: int,
+        stored: bytes,
+        *,
+        memo: Any = None,
+    ) -> None:
+        """Hold a record; `memo` comes back with it from `pop_until` (None after a restart)."""
         prefix = _prefix(timestamp, side, key)
         entry = prefix + _OFFSET.pack(offset)
         self._store.put(entry, stored, timestamp)
-        self._index(timestamp, prefix, entry)
+        self._index(timestamp, prefix, entry, stored, memo)
 
     def discard(self, timestamp: int, side: Side, key: bytes) -> None:
         """Forget every pending record of `side` with this key and timestamp: it has matched."""
-        for entry in self._entries.pop(_prefix(timestamp, side, key), ()):
+        for entry, _, _ in self._entries.pop(_prefix(timestamp, side, key), ()):
             self._store.delete(entry, timestamp)
 
-    def pop_until(self, timestamp: int) -> Iterator[tuple[int, Side, bytes, bytes]]:
-        """Remove and yield (timestamp, side, key, stored value) of entries older than
+    def pop_until(self, timestamp: int) -> Iterator[tuple[int, Side, bytes, bytes, Any]]:
+        """Remove and yield (timestamp, side, key, stored value, memo) of entries older than
         `timestamp`, oldest first."""
         while self._due and self._due[0][0] < timestamp:
             ts, prefix = heapq.heappop(self._due)
@@ -74,8 +85,6 @@ class PendingNonMatches:
             if entries is None:
                 continue
             _, side, key = _parse(prefix)
-            for entry in entries:
-                stored = self._store.get(entry)
-                if stored is not None:
-                    yield ts, side, key, stored
+            for entry, stored, memo in entries:
+                yield ts, side, key, stored, memo
                 self._store.delete(entry, ts)

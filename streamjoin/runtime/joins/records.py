@@ -1,14 +1,25 @@
 """The records a join processor takes in and gives out, and how stored values remember their
-source offset (so outputs can name both sources, and a replayed duplicate is recognised)."""
+source offset (so outputs can name both sources, and a replayed duplicate is recognised).
+
+They are named tuples rather than frozen dataclasses: several are made per input record, and a
+tuple is built about three times faster.
+"""
 
 from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ("JoinOutput", "Joined", "Side", "SourceRecord", "pack_stored", "unpack_stored")
+__all__ = (
+    "SIDES",
+    "JoinOutput",
+    "Joined",
+    "Side",
+    "SourceRecord",
+    "pack_stored",
+    "unpack_stored",
+)
 
 _OFFSET = struct.Struct(">q")
 
@@ -22,8 +33,11 @@ class Side(enum.IntEnum):
         return Side.RIGHT if self is Side.LEFT else Side.LEFT
 
 
-@dataclass(frozen=True, slots=True)
-class SourceRecord:
+SIDES = (Side.LEFT, Side.RIGHT)
+"""Side by index: indexing is cheaper than calling the enum, which matters per record."""
+
+
+class SourceRecord(NamedTuple):
     """One input record of a task, value still serialised."""
 
     side: Side
@@ -33,8 +47,7 @@ class SourceRecord:
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class Joined:
+class Joined(NamedTuple):
     """One side's record in a join result: decoded value, its bytes and its source offset."""
 
     value: Any
@@ -42,8 +55,7 @@ class Joined:
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class JoinOutput:
+class JoinOutput(NamedTuple):
     """A join result before the user's joiner runs; a side is None for a non-match."""
 
     key: bytes | None

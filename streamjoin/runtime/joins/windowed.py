@@ -11,11 +11,16 @@ outer) record that has matched nothing is held in the pending store and emitted 
 None for the other side, only when no record that could still match it can arrive without being
 late: when t + before + after + grace < stream time. (Kafka Streams emits at t + after + grace,
 so an out-of-order match within grace can follow a non-match it already emitted.)
+
+A record is decoded once, when it arrives (an undecodable one is a bad record then, before it is
+stored). When its side's serde decodes immutable values, the decoded record travels with it
+through the window store's memory and the pending non-matches, so matching it again and
+emitting it as a non-match do not decode it again.
 """
 
 from __future__ import annotations
 
-from streamjoin.dsl.serdes import Serde
+from streamjoin.dsl.serdes import Serde, decodes_immutable
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.pending import PendingNonMatches
@@ -55,6 +60,9 @@ class WindowedJoin:
             Side.LEFT: spec.left.value_serde,
             Side.RIGHT: spec.right.value_serde,
         }
+        self._keeps_decoded = {
+            side: decodes_immutable(serde) for side, serde in self._serdes.items()
+        }
         self._emits_unmatched = {
             Side.LEFT: spec.how in ("left", "outer"),
             Side.RIGHT: spec.how == "outer",
@@ -89,12 +97,13 @@ class WindowedJoin:
             self.counters.late_dropped += 1
             return []
         stored = pack_stored(record.offset, record.value)
-        self._stores[side].put(key, t, stored)
         this = Joined(value, record.value, record.offset)
+        memo = this if self._keeps_decoded[side] else None
+        self._stores[side].put(key, t, stored, memo)
         outputs = self._matches(side, key, this, t, (t - before, t + after))
         if not outputs and self._emits_unmatched[side]:
             assert self._pending is not None
-            self._pending.add(t, side, key, record.offset, stored)
+            self._pending.add(t, side, key, record.offset, stored, memo=memo)
         outputs += self._closed_non_matches()
         return outputs
 
@@ -102,18 +111,16 @@ class WindowedJoin:
         self, side: Side, key: bytes, this: Joined, t: int, window: tuple[int, int]
     ) -> list[JoinOutput]:
         other = side.other
-        deserialize = self._serdes[other].deserialize
         pending = self._pending if self._emits_unmatched[other] else None
         seen: set[int] = set()
         outputs: list[JoinOutput] = []
-        for other_t, stored in self._stores[other].fetch(key, *window):
-            other_offset, raw = unpack_stored(stored)
-            if other_offset in seen:
+        for other_t, stored, memo in self._stores[other].fetch_with_memos(key, *window):
+            that: Joined = memo if memo is not None else self._decode(other, stored)
+            if that.offset in seen:
                 continue  # the same source record stored twice by an at-least-once replay
-            seen.add(other_offset)
+            seen.add(that.offset)
             if pending is not None:
                 pending.discard(other_t, other, key)
-            that = Joined(deserialize(raw), raw, other_offset)
             outputs.append(JoinOutput.of(side, key, this, that, max(t, other_t)))
         self.counters.matched += len(outputs)
         return outputs
@@ -129,10 +136,16 @@ class WindowedJoin:
             return []
         outputs = [
             JoinOutput.of(
-                side, key, Joined(self._serdes[side].deserialize(raw), raw, offset), None, ts
+                side, key, memo if memo is not None else self._decode(side, stored), None, ts
             )
-            for ts, side, key, stored in self._pending.pop_until(self.stream_time - self._retention)
-            for offset, raw in (unpack_stored(stored),)
+            for ts, side, key, stored, memo in self._pending.pop_until(
+                self.stream_time - self._retention
+            )
         ]
         self.counters.unmatched += len(outputs)
         return outputs
+
+    def _decode(self, side: Side, stored: bytes) -> Joined:
+        """A stored record of `side` (it decoded when it arrived)."""
+        offset, raw = unpack_stored(stored)
+        return Joined(self._serdes[side].deserialize(raw), raw, offset)

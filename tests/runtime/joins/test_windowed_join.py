@@ -146,3 +146,58 @@ def test_non_matches_come_in_time_order(make_driver: MakeDriver, how: str) -> No
         driver.pipe("L", key, key=key, timestamp=t)
     driver.advance_stream_time(1_000)
     assert [v[2] for v in values(driver)] == [100, 103, 105]
+
+
+class CountingSerde:
+    """str values, counting decodes; `immutable` as a serde declares it."""
+
+    name = "counting"
+
+    def __init__(self, immutable: bool) -> None:
+        self.immutable = immutable
+        self.decoded = 0
+
+    def serialize(self, value: Any) -> bytes:
+        return str(value).encode()
+
+    def deserialize(self, data: bytes) -> Any:
+        self.decoded += 1
+        return data.decode() if self.immutable else {"v": data.decode()}
+
+
+@pytest.mark.parametrize("immutable", [True, False])
+def test_immutable_values_are_decoded_once_mutable_ones_afresh_for_each_joiner_call(
+    immutable: bool,
+) -> None:
+    from streamjoin import App, JoinWindows
+
+    serdes = CountingSerde(immutable), CountingSerde(immutable)
+    app = App("decoding")
+    left, right = app.topic("L", value_type=serdes[0]), app.topic("R", value_type=serdes[1])
+    seen: list[tuple[Any, Any]] = []
+
+    def joiner(l_value: Any, r_value: Any) -> str:
+        seen.append((l_value, r_value))
+        if isinstance(l_value, dict):
+            l_value["v"] = "changed by the joiner"
+        return "out"
+
+    window = JoinWindows(before=10, after=10, grace=0)
+    app.join(left, right, window=window, how="left", into="out", name="j")(joiner)
+    with TestDriver(app) as driver:
+        driver.pipe("L", "l", key="k", timestamp=100)
+        driver.pipe("L", "lonely", key="x", timestamp=100)
+        driver.pipe("R", "r1", key="k", timestamp=101)
+        driver.pipe("R", "r2", key="k", timestamp=102)
+        driver.advance_stream_time(10_000)
+    lefts = [l_value for l_value, _ in seen]
+    if immutable:
+        assert lefts == ["l", "l", "lonely"]
+        assert (serdes[0].decoded, serdes[1].decoded) == (2, 2)  # each record once
+    else:
+        # every joiner call gets its own copy, so a change made in one never reaches the next
+        assert len(seen) == 3 and all(
+            l_value == {"v": "changed by the joiner"} for l_value in lefts
+        )
+        assert len({id(l_value) for l_value in lefts}) == 3
+        assert serdes[0].decoded == 5  # l on arrival and for each match, lonely twice
