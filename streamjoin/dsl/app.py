@@ -13,6 +13,7 @@ from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec
 from streamjoin.dsl.topics import Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
+from streamjoin.state.specs import DEFAULT_RECENT_BYTES
 
 __all__ = ("App", "AppSettings")
 
@@ -33,6 +34,9 @@ class AppSettings:
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     probing_rebalance_interval_s: float = 600.0
+    window_memory_bytes: int = DEFAULT_RECENT_BYTES
+    """Per window store: about how much memory its newest records may take, from which a join
+    reads its matches without RocksDB (0: always read RocksDB)."""
 
 
 class App:

@@ -73,7 +73,7 @@ def _names(spec: JoinSpec) -> dict[str, str]:
     }
 
 
-def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
+def store_specs(spec: JoinSpec, window_memory_bytes: int) -> tuple[StoreSpec, ...]:
     """The stores a task of `spec` keeps; their names start with the join's name, so the
     changelog topics of different joins never collide."""
     names = _names(spec)
@@ -84,8 +84,8 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     # stream time - retention, and a partner may still arrive at that instant.
     retention = spec.window.retention_ms + 1
     stores = [
-        StoreSpec.window(names["left"], retention_ms=retention),
-        StoreSpec.window(names["right"], retention_ms=retention),
+        StoreSpec.window(names[side], retention_ms=retention, recent_bytes=window_memory_bytes)
+        for side in ("left", "right")
     ]
     if spec.how != "inner":
         stores.append(StoreSpec.kv(names["pending"]))
@@ -127,7 +127,8 @@ class AppTopology:
 
     def task_spec(self, task: TaskId) -> TaskSpec:
         spec = self.app.get_join(task.join)
-        return TaskSpec(str(task), task.partition, self.partitions[spec.name], store_specs(spec))
+        stores = store_specs(spec, self.app.settings.window_memory_bytes)
+        return TaskSpec(str(task), task.partition, self.partitions[spec.name], stores)
 
     def all_tasks(self) -> list[TaskId]:
         return [TaskId(s.name, p) for s in self.joins for p in range(self.partitions[s.name])]

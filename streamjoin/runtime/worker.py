@@ -118,7 +118,7 @@ class Worker:
             {
                 store: partitions[spec.name]
                 for spec in self.app.joins
-                for store in store_specs(spec)
+                for store in store_specs(spec, self.app.settings.window_memory_bytes)
             },
         )
         producer = AIOKafkaProducer(

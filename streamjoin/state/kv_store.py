@@ -1,4 +1,10 @@
-"""Key-value store: the latest value per key, ordered by key bytes, changelog compacted."""
+"""Key-value store: the latest value per key, ordered by key bytes, changelog compacted.
+
+Writes reach the changelog when a flush begins, one record per key for its last write since the
+previous flush (as Kafka Streams' record cache does): a key written many times between commits
+costs one changelog record, and one created and deleted between commits costs none. The pending
+non-matches of a join are such keys whenever a match comes within a commit interval.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +49,8 @@ class KeyValueStore(LocalStore):
 
     def _load(self) -> None:
         self._pending: dict[bytes, bytes | None] = {}
+        self._stamps: dict[bytes, int | None] = {}
+        """Changelog timestamp of each pending key's last write."""
         self._flushing: dict[bytes, bytes | None] = {}
 
     @property
@@ -58,13 +66,15 @@ class KeyValueStore(LocalStore):
         return value  # type: ignore[return-value]
 
     def put(self, key: bytes, value: bytes, timestamp: int | None = None) -> None:
-        """Set `key`; `timestamp` (ms) stamps the changelog record, default now."""
-        self._require_writer().append(key, value, timestamp)
+        """Set `key`; `timestamp` (ms) stamps the changelog record, default the flush's time."""
+        self._require_writer()
         self._pending[key] = value
+        self._stamps[key] = timestamp
 
     def delete(self, key: bytes, timestamp: int | None = None) -> None:
-        self._require_writer().append(key, None, timestamp)
+        self._require_writer()
         self._pending[key] = None
+        self._stamps[key] = timestamp
 
     def range(
         self, start: bytes | None = None, end: bytes | None = None
@@ -104,8 +114,17 @@ class KeyValueStore(LocalStore):
         return batch
 
     def begin_flush(self) -> None:
-        self._flushing.update(self._pending)
-        self._pending = {}
+        """Send each pending key's last write to the changelog and set the writes aside; a
+        deletion of a key that neither RocksDB nor an unfinished flush holds is dropped."""
+        pending, stamps, flushing = self._pending, self._stamps, self._flushing
+        if pending:
+            append, stored = self._require_writer().append, self._db.get
+            for key, value in pending.items():
+                if value is None and key not in flushing and stored(key) is None:
+                    continue  # created and deleted since the last flush
+                append(key, value, stamps[key])
+                flushing[key] = value
+        self._pending, self._stamps = {}, {}
 
     def finish_flush(self) -> None:
         if not self._flushing:
@@ -120,5 +139,4 @@ class KeyValueStore(LocalStore):
         self._flushing = {}
 
     def discard_pending(self) -> None:
-        self._pending = {}
-        self._flushing = {}
+        self._pending, self._stamps, self._flushing = {}, {}, {}

@@ -67,17 +67,17 @@ class _Stores:
     def __init__(
         self,
         directory: StateDirectory,
-        app_id: str,
+        app: App,
         spec: JoinSpec,
         task_id: TaskId,
         producer: MemoryChangelogProducer,
     ) -> None:
         partition = task_id.partition
         self.by_name: dict[str, LocalStore] = {}
-        for store_spec in store_specs(spec):
+        for store_spec in store_specs(spec, app.settings.window_memory_bytes):
             kind = WindowStore if store_spec.kind is StoreKind.WINDOW else KeyValueStore
             store = kind(store_spec, directory.store_dir(str(task_id), store_spec.name))
-            topic = changelog_topic(app_id, store_spec.name)
+            topic = changelog_topic(app.app_id, store_spec.name)
             store.attach_writer(
                 ChangelogWriter(producer.for_partition(topic, partition), topic, partition)
             )
@@ -143,7 +143,7 @@ class TestDriver:
         task_id = TaskId(spec.name, partition)
         task = self._tasks.get(task_id)
         if task is None:
-            stores = _Stores(self._directory, self.app.app_id, spec, task_id, self.changelogs)
+            stores = _Stores(self._directory, self.app, spec, task_id, self.changelogs)
             self._stores[task_id] = stores
             task = JoinTask(
                 self.app.app_id,
@@ -192,6 +192,15 @@ class TestDriver:
                 task = self._task(spec, partition)
                 task.add(task.side_of(topic), [record])
                 task.process(0, lambda _side: 0)
+
+    def commit(self) -> None:
+        """Flush every task's stores as the worker's commit does: writes move from memory to
+        RocksDB and key-value stores send their changelog records (one per key written since
+        the last commit). Without it, everything stays in the stores' unflushed layers."""
+        for stores in self._stores.values():
+            for store in stores.by_name.values():
+                store.begin_flush()
+                store.finish_flush()  # the in-memory changelog confirms at once
 
     def advance_stream_time(self, timestamp: int) -> None:
         """Move every task's stream time to `timestamp`, emitting the non-matches it closes."""

@@ -29,9 +29,13 @@ pytestmark = pytest.mark.broker
 SPEC = TaskSpec("0_0", 0, 1, (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=10**9)))
 
 
+KV_KEYS = 50
+"""`write` cycles through this many key-value keys: each flush logs one record per key written."""
+
+
 def write(task: Any, low: int, high: int) -> None:
     for i in range(low, high):
-        task.kv("kv").put(b"k%d" % (i % 50), b"v%d" % i)
+        task.kv("kv").put(b"k%d" % (i % KV_KEYS), b"v%d" % i)
         task.window("win").put(b"w%d" % (i % 5), 10_000 + i, b"x%d" % i)
 
 
@@ -64,7 +68,9 @@ async def test_suspend_then_resume_restores_nothing(
     await manager.suspend(SPEC.task_id)
     assert task.phase is TaskPhase.SUSPENDED
     assert (
-        manager.offset_sums() == {SPEC.task_id: sum(task.positions.values())} == {SPEC.task_id: 800}
+        manager.offset_sums()
+        == {SPEC.task_id: sum(task.positions.values())}
+        == {SPEC.task_id: (300 + KV_KEYS) + (100 + KV_KEYS)}  # window records + kv keys, twice
     )
     with pytest.raises(StoreNotWritableError):
         task.kv("kv").put(b"k", b"v")
@@ -123,7 +129,7 @@ async def test_a_standby_follows_its_active_within_a_bounded_lag(
     assert [event.restored for event in done] == [0]
     write(promoted, 1000, 1010)
     await standby_worker.commit()
-    assert sum(promoted.positions.values()) == 2020
+    assert sum(promoted.positions.values()) == 4 * (250 + KV_KEYS) + (10 + 10)
 
 
 async def test_an_active_demoted_to_standby_keeps_following(
@@ -141,12 +147,12 @@ async def test_an_active_demoted_to_standby_keeps_following(
     write(task, 0, 100)
     await first.open_standby(SPEC)  # the task moves away; this worker keeps a standby
     assert task.phase is TaskPhase.STANDBY
-    assert first.offset_sums() == {SPEC.task_id: 200}  # the pending writes were flushed
+    assert first.offset_sums() == {SPEC.task_id: 100 + KV_KEYS}  # the pending writes were flushed
     other = await second.open_active(SPEC)
     await asyncio.wait_for(other.wait_ready(), 15)
     write(other, 100, 150)
     await second.commit()
-    await until(lambda: first.offset_sums()[SPEC.task_id] == 300)
+    await until(lambda: first.offset_sums()[SPEC.task_id] == 100 + KV_KEYS + 50 + KV_KEYS)
     assert snapshot(task) == snapshot(other)
 
 

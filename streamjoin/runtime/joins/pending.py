@@ -76,6 +76,10 @@ class PendingNonMatches:
         for entry, _, _ in self._entries.pop(_prefix(timestamp, side, key), ()):
             self._store.delete(entry, timestamp)
 
+    def any_before(self, timestamp: int) -> bool:
+        """Whether `pop_until(timestamp)` may yield anything (cheap)."""
+        return bool(self._due) and self._due[0][0] < timestamp
+
     def pop_until(self, timestamp: int) -> Iterator[tuple[int, Side, bytes, bytes, Any]]:
         """Remove and yield (timestamp, side, key, stored value, memo) of entries older than
         `timestamp`, oldest first."""

@@ -132,15 +132,14 @@ class WindowedJoin:
         return self._closed_non_matches()
 
     def _closed_non_matches(self) -> list[JoinOutput]:
-        if self._pending is None:
-            return []
+        cutoff = self.stream_time - self._retention
+        if self._pending is None or not self._pending.any_before(cutoff):
+            return []  # most records close nothing: skip building a generator and a list
         outputs = [
             JoinOutput.of(
                 side, key, memo if memo is not None else self._decode(side, stored), None, ts
             )
-            for ts, side, key, stored, memo in self._pending.pop_until(
-                self.stream_time - self._retention
-            )
+            for ts, side, key, stored, memo in self._pending.pop_until(cutoff)
         ]
         self.counters.unmatched += len(outputs)
         return outputs

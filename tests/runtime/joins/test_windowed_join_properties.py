@@ -25,9 +25,19 @@ records_strategy = st.lists(
 )
 
 
-def run(how: str, before: int, after: int, grace: int, records: list[Record]) -> list[Any]:
-    app = App("props")
-    left, right = app.topic("L"), app.topic("R")
+def run(
+    how: str,
+    before: int,
+    after: int,
+    grace: int,
+    records: list[Record],
+    storage: tuple[int, int, type] = (0, 1 << 20, str),
+) -> list[Any]:
+    """`storage`: commit after every so many records (0: never), the window stores' memory
+    budget, and the value type (str values are immutable, so their decoded values are kept)."""
+    commit_every, memory, value_type = storage
+    app = App("props", window_memory_bytes=memory)
+    left, right = app.topic("L", value_type=value_type), app.topic("R", value_type=value_type)
     window = JoinWindows(before=before, after=after, grace=grace)
     app.join(left, right, window=window, how=how, into="out", name="j")(  # type: ignore[arg-type]
         lambda left_value, right_value: [left_value, right_value]
@@ -35,6 +45,8 @@ def run(how: str, before: int, after: int, grace: int, records: list[Record]) ->
     with TestDriver(app) as driver:
         for i, (side, key, t) in enumerate(records):
             driver.pipe(side, f"{side}{i}", key=key, timestamp=t)
+            if commit_every and i % commit_every == commit_every - 1:
+                driver.commit()
         driver.advance_stream_time(10_000)
         return [(r.value[0], r.value[1], r.timestamp) for r in driver.read_output("out")]
 
@@ -50,18 +62,28 @@ def kept(records: list[Record], before: int, after: int, grace: int) -> list[int
     return result
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     how=st.sampled_from(["inner", "left", "outer"]),
     before=st.integers(0, 15),
     after=st.integers(0, 15),
     grace=st.integers(0, 15),
     records=records_strategy,
+    storage=st.tuples(
+        st.integers(0, 6), st.sampled_from([0, 500, 1 << 20]), st.sampled_from([str, dict])
+    ),
 )
 def test_join_matches_the_brute_force_reference(
-    how: str, before: int, after: int, grace: int, records: list[Record]
+    how: str,
+    before: int,
+    after: int,
+    grace: int,
+    records: list[Record],
+    storage: tuple[int, int, type],
 ) -> None:
-    output = run(how, before, after, grace, records)
+    """Wherever the stores' records are (unflushed, in RocksDB, in memory or not, decoded or
+    not), the output is the same."""
+    output = run(how, before, after, grace, records, storage)
     alive = kept(records, before, after, grace)
     lefts = [i for i in alive if records[i][0] == "L"]
     rights = [i for i in alive if records[i][0] == "R"]
