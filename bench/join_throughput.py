@@ -225,7 +225,18 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     command = worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
     if args.profile:
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        command = [py_spy, "record", "--nonblocking", "--rate", "250", "-f", "raw", "-o", args.profile, "--"]
+        command = [
+            py_spy,
+            "record",
+            "--nonblocking",
+            "--rate",
+            "250",
+            "-f",
+            "raw",
+            "-o",
+            args.profile,
+            "--",
+        ]
         command += worker_command(prefixes["worker"], bootstrap, workdir / "worker", records)
     outcomes["worker"] = await timed_process(
         "worker", command, {}, workdir / "worker.log", exits=True

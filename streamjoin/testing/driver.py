@@ -21,12 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from aiokafka.partitioner import murmur2
-
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.dsl.topics import Topic
 from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.dead_letters import dead_letter_topic
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.sink import OutgoingRecord
@@ -183,7 +182,7 @@ class TestDriver:
         """Process a record given as bytes (to test what undecodable input does)."""
         count = self.partition_count(topic)
         if partition is None:
-            partition = 0 if key is None else (murmur2(key) & 0x7FFFFFFF) % count
+            partition = 0 if key is None else partition_for_key(key, count)
         offset = self._offsets[(topic, partition)]
         self._offsets[(topic, partition)] = offset + 1
         record = _InputRecord(offset, timestamp, key, value)

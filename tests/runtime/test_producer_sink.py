@@ -68,6 +68,7 @@ async def test_records_reach_the_partition_send_would_choose_in_order(
     ]
     pinned = OutgoingRecord(out, None, b"no key", 5_000, [], partition=2)
     dead_letter = OutgoingRecord(dlq, b"bad", b"raw", 6_000, [("error", b"SerdeError")])
+    keyless = OutgoingRecord(dlq, None, b"raw", 7_000, [])  # no key, no partition: any will do
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, max_batch_size=4096)
     await producer.start()
     try:
@@ -75,10 +76,10 @@ async def test_records_reach_the_partition_send_would_choose_in_order(
         for record in keyed[:300]:
             sink.send(record)
         await sink.drain()  # batches of a drain are sent before a later drain's
-        for record in [*keyed[300:], pinned, dead_letter]:
+        for record in [*keyed[300:], pinned, dead_letter, keyless]:
             sink.send(record)
         await sink.flush()
-        assert sink.sent == {out: 601, dlq: 1}
+        assert sink.sent == {out: 601, dlq: 2}
     finally:
         await producer.stop()
 
@@ -90,8 +91,8 @@ async def test_records_reach_the_partition_send_would_choose_in_order(
     expected[2].append((None, b"no key", 5_000, []))
     seen = await read_all(broker.bootstrap, out, PARTITIONS, 601)
     assert seen == expected
-    assert await read_all(broker.bootstrap, dlq, 1, 1) == {
-        0: [(b"bad", b"raw", 6_000, [("error", b"SerdeError")])]
+    assert await read_all(broker.bootstrap, dlq, 1, 2) == {
+        0: [(b"bad", b"raw", 6_000, [("error", b"SerdeError")]), (None, b"raw", 7_000, [])]
     }
 
 
