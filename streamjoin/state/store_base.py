@@ -1,10 +1,11 @@
 """What the key-value and window stores share: a RocksDB database plus unconfirmed writes.
 
-An active store keeps its writes in memory (`pending`) and sends them to the changelog at the
-same time. A flush moves them aside (`begin_flush`), waits for the broker to confirm the
-changelog records, and only then writes them to RocksDB in one batch (`finish_flush`). So the
-local database never holds a write the changelog lacks: after a crash, replaying the changelog
-from the checkpoint yields exactly what the changelog holds. Reads see pending writes first.
+An active store keeps its writes in memory (`pending`). A flush sends them to the changelog and
+moves them aside (`begin_flush`), waits for the broker to confirm the changelog records, and
+only then writes them to RocksDB in one batch (`finish_flush`). So the local database never
+holds a write the changelog lacks: after a crash, replaying the changelog from the checkpoint
+yields exactly what the changelog holds. Reads see pending writes first. Logging at the flush
+rather than at each write lets a store leave out writes that no longer matter by then.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class LocalStore(ABC):
 
     @abstractmethod
     def begin_flush(self) -> None:
-        """Set the pending writes aside; new writes start a fresh pending layer."""
+        """Send the pending writes to the changelog and set them aside; new writes start a
+        fresh pending layer."""
 
     @abstractmethod
     def finish_flush(self) -> None:

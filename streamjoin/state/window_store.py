@@ -42,8 +42,10 @@ _TIMESTAMP = attrgetter("timestamp")
 _FIRST_DATA_KEY = b"\x00"
 """Lowest possible record key; the metadata key (empty) sorts before it."""
 
-_Pending = dict[bytes, list[tuple[int, bytes, bytes]]]
-"""user key -> [(timestamp, local key, value)] in put order."""
+_Pending = dict[bytes, list[tuple[int, int, bytes]]]
+"""user key -> [(timestamp, sequence, value)] in put order: writes not yet logged."""
+_Flushing = dict[bytes, list[tuple[int, bytes, bytes]]]
+"""user key -> [(timestamp, local key, value)]: logged writes waiting for confirmation."""
 
 
 class WindowStore(LocalStore):
@@ -52,7 +54,8 @@ class WindowStore(LocalStore):
     def _load(self) -> None:
         self.segments = Segments(self.spec.retention_ms, self.spec.segment_interval_ms)
         self._pending: _Pending = {}
-        self._flushing: _Pending = {}
+        self._flushing: _Flushing = {}
+        self._newest_put_key = b""
         self._pending_count = 0
         self._flushing_count = 0
         self.dropped_expired = 0
@@ -81,7 +84,7 @@ class WindowStore(LocalStore):
 
         `memo` stays with the record while it is in memory (`fetch_with_memos` returns it).
         """
-        writer = self._require_writer()
+        self._require_writer()
         stream_time = max(self._stream_time, timestamp)
         if self.segments.is_expired(timestamp, stream_time):
             self.dropped_expired += 1
@@ -89,12 +92,14 @@ class WindowStore(LocalStore):
         if stream_time > self._stream_time:
             self._recent.expire(stream_time - self.segments.retention_ms)
         sequence = self._next_sequence
-        changelog_key = window_changelog_key(key, timestamp, sequence)
-        writer.append(changelog_key, value, timestamp)
         self._stream_time = stream_time
         self._next_sequence = (sequence + 1) % SEQUENCE_MODULUS
-        local = local_key(timestamp // self.segments.interval_ms, changelog_key)
-        self._pending.setdefault(key, []).append((timestamp, local, value))
+        entries = self._pending.get(key)
+        if entries is None:
+            self._pending[key] = [(timestamp, sequence, value)]
+        else:
+            entries.append((timestamp, sequence, value))
+        self._newest_put_key = key
         self._pending_count += 1
         self._recent.add(key, timestamp, value, memo)
         return True
@@ -224,9 +229,30 @@ class WindowStore(LocalStore):
         self._stream_time = stream_time
 
     def begin_flush(self) -> None:
-        for key, entries in self._pending.items():
-            self._flushing.setdefault(key, []).extend(entries)
-        self._flushing_count += self._pending_count
+        """Send the pending writes to the changelog and set them aside. Writes that expired
+        before the flush are neither logged nor stored (when a task catches up on a backlog,
+        most are). Records go out key by key, the newest put last: a restore takes the next
+        sequence number from the last record, and it must not reuse a live record's."""
+        pending = self._pending
+        if not pending:
+            return
+        append = self._require_writer().append
+        expired = self._stream_time - self.segments.retention_ms
+        interval = self.segments.interval_ms
+        flushing = self._flushing
+        newest = pending[self._newest_put_key].pop()  # live: nothing was put after it
+        logged = 0
+        for key, entries in [*pending.items(), (self._newest_put_key, [newest])]:
+            kept = []
+            for timestamp, sequence, value in entries:
+                if timestamp > expired:
+                    changelog_key = window_changelog_key(key, timestamp, sequence)
+                    append(changelog_key, value, timestamp)
+                    kept.append((timestamp, local_key(timestamp // interval, changelog_key), value))
+            if kept:
+                flushing.setdefault(key, []).extend(kept)
+                logged += len(kept)
+        self._flushing_count += logged
         self._pending, self._pending_count = {}, 0
 
     def finish_flush(self) -> None:

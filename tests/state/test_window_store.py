@@ -122,16 +122,41 @@ def test_restore_rebuilds_what_the_writes_produced(
     original = open_store(tmp_path / "a", writer)
     for i in range(60):
         original.put(b"k%d" % (i % 3), i * 7, b"v%d" % i)
+        if i in (29, 59):
+            original.begin_flush()
+            original.finish_flush()
+    # each flush logs only what is live then (timestamps above 203 - 100, then 413 - 100)
+    stamps = [stamp for _, _, stamp in writer.records]
+    assert sorted(stamps) == [*range(15 * 7, 30 * 7, 7), *range(45 * 7, 60 * 7, 7)]
+    assert stamps[14] == 29 * 7 and stamps[-1] == 59 * 7  # each flush's newest put comes last
     restored = open_store(tmp_path / "b")
     changelog = writer.as_changelog()
-    restored.restore(changelog[:25])
-    restored.restore(changelog[25:])
+    restored.restore(changelog[:20])
+    restored.restore(changelog[20:])
     assert restored.stream_time == original.stream_time
     for key in (b"k0", b"k1", b"k2"):
         assert restored.fetch(key, 0, 1000) == original.fetch(key, 0, 1000)
     restored.attach_writer(recording_writer())
     restored.put(b"k0", 413, b"after")  # its sequence continues after the restored ones
     assert restored.fetch(b"k0", 413, 413) == [(413, b"after")]
+
+
+def test_a_restored_store_continues_after_the_newest_sequence_number(
+    tmp_path: Path, recording_writer: Callable[[], Any]
+) -> None:
+    """A flush logs key by key; the newest put still comes last, because a restore takes the
+    next sequence number from the last record and must not overwrite a duplicate with it."""
+    writer = recording_writer()
+    original = open_store(tmp_path / "a", writer)
+    for key in (b"a", b"b", b"a"):
+        original.put(key, 100, key + b"@100")
+    original.begin_flush()
+    restored = open_store(tmp_path / "b", recording_writer())
+    restored.restore(writer.as_changelog())
+    restored.put(b"a", 100, b"new")
+    restored.begin_flush()
+    restored.finish_flush()
+    assert restored.fetch(b"a", 100, 100) == [(100, b"a@100"), (100, b"a@100"), (100, b"new")]
 
 
 def test_sequence_survives_reopen_so_duplicates_stay_apart(
@@ -249,6 +274,7 @@ def test_restore_in_one_segment_matches_the_record_by_record_path(
         original.put(
             b"k%d" % (i % 4), 500 + (i * 37) % 400, b"v%d" % i
         )  # out of order, one segment
+    original.begin_flush()
     changelog = writer.as_changelog()
     if not stamped:  # record timestamps that do not match the keys: the slow path must be taken
         changelog = [make_record(r.offset, r.key, r.value, 0) for r in changelog]
