@@ -8,6 +8,9 @@ minute) is produced in time order, before anything is timed, to three identical 
            join, 60 s window, 5 s grace) in a process of its own;
   pipe   - (a) an aiokafka consumer -> producer loop in this process, copying every input record
            to an output topic (same producer settings as the worker);
+  pipe+serde - the same loop decoding every value into the app's record type with streamjoin's
+           serde and encoding it again, on the same topics: no join, no state, only what any
+           Python app that reads its values pays (a reference, not a target);
   faust  - (b) the same join written by hand on faust-streaming tables (bench/faust_join_app.py),
            in a process of its own.
 Each is timed from the first input record it fetched until every input record was processed and
@@ -41,12 +44,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ads_join import Click, generate_traffic, topic_names
+from ads_join import Click, Impression, generate_traffic, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from produce import produce_all
 from runner_process import terminate
 
 from streamjoin.broker import EmbeddedBroker
+from streamjoin.dsl.serdes import serde_for
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
 
@@ -86,9 +90,15 @@ async def produce(bootstrap: str, prefixes: list[str], impressions: int) -> int:
     return len(records)
 
 
-async def pipe(bootstrap: str, prefix: str, partitions: int, records: int) -> Outcome:
-    """(a) consume -> produce: every input record copied to the output, same partition."""
+async def pipe(
+    bootstrap: str, prefix: str, partitions: int, records: int, *, transcode: bool = False
+) -> Outcome:
+    """(a) consume -> produce: every input record copied to the output, same partition;
+    `transcode`: each value decoded into its record type and encoded again on the way."""
     imp, clk, out = topic_names(prefix)
+    serdes = {imp: serde_for(Impression), clk: serde_for(Click)}
+    if transcode:
+        out += "-transcoded"  # created by run()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024
@@ -107,11 +117,13 @@ async def pipe(bootstrap: str, prefix: str, partitions: int, records: int) -> Ou
                 started, cpu = time.perf_counter(), time.process_time()
             for tp, fetched in batch.items():
                 seen += len(fetched)
+                serde = serdes[tp.topic]
                 for r in fetched:
+                    value = serde.serialize(serde.deserialize(r.value)) if transcode else r.value
                     deliveries.append(
                         await producer.send(
                             out,
-                            r.value,
+                            value,
                             key=r.key,
                             partition=tp.partition,
                             timestamp_ms=r.timestamp,
@@ -122,7 +134,11 @@ async def pipe(bootstrap: str, prefix: str, partitions: int, records: int) -> Ou
                 deliveries.clear()
         await asyncio.gather(*deliveries)
         return Outcome(
-            "pipe (a)", seen, time.perf_counter() - started, time.process_time() - cpu, seen
+            "pipe+serde" if transcode else "pipe (a)",
+            seen,
+            time.perf_counter() - started,
+            time.process_time() - cpu,
+            seen,
         )
     finally:
         await producer.stop()
@@ -210,9 +226,11 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     run_id = uuid.uuid4().hex[:6]
     names = ["worker", "pipe"] + ([] if args.skip_faust else ["faust"])
     prefixes = {name: f"tput-{run_id}-{name}" for name in names}
+    transcoded = topic_names(prefixes["pipe"])[2] + "-transcoded"
     await ensure_topics(
         bootstrap,
-        [TopicSpec(t, args.partitions) for p in prefixes.values() for t in topic_names(p)],
+        [TopicSpec(t, args.partitions) for p in prefixes.values() for t in topic_names(p)]
+        + [TopicSpec(transcoded, args.partitions)],
     )
     started = time.monotonic()
     records = await produce(bootstrap, list(prefixes.values()), args.impressions)
@@ -242,6 +260,9 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
         "worker", command, {}, workdir / "worker.log", exits=True
     )
     outcomes["pipe"] = await pipe(bootstrap, prefixes["pipe"], args.partitions, records)
+    outcomes["pipe+serde"] = await pipe(
+        bootstrap, prefixes["pipe"], args.partitions, records, transcode=True
+    )
     if not args.skip_faust:
         env = {
             "FAUST_BENCH_PREFIX": prefixes["faust"],
@@ -280,9 +301,10 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     if worker.threads:
         split = ", ".join(f"{name} {cpu:.1f} s" for name, cpu in sorted(worker.threads.items()))
         print(f"worker CPU by thread, start-up included: {split}")
-    if "pipe" in outcomes:
-        ratio = worker.rate / outcomes["pipe"].rate
-        print(f"worker / pipe (a):  {ratio:5.0%}   (target >= 60%)")
+    ratio = worker.rate / outcomes["pipe"].rate
+    print(f"worker / pipe (a):  {ratio:5.0%}   (target >= 60%)")
+    ratio = outcomes["pipe+serde"].rate / outcomes["pipe"].rate
+    print(f"pipe+serde / pipe:  {ratio:5.0%}   (what decoding and encoding values alone leaves)")
     if "faust" in outcomes:
         ratio = worker.rate / outcomes["faust"].rate
         print(f"worker / faust (b): {ratio:5.2f}x  (target >= 3x)")
