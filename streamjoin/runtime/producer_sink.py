@@ -47,10 +47,15 @@ class ProducerSink:
         """Hand queued records to the producer (waits only while its buffer is full)."""
         queued, self._queued = self._queued, []
         batches: dict[tuple[str, int], Any] = {}
+        counts = self._partition_counts
         for r in queued:
             partition = r.partition
-            if partition is None:
-                partition = await self._partition_of(r.topic, r.key)
+            if partition is None:  # where `send` would put it: by key hash, else at random
+                count = counts.get(r.topic) or await self._partition_count(r.topic)
+                key = r.key
+                partition = (
+                    random.randrange(count) if key is None else partition_for_key(key, count)
+                )
             batch = batches.get((r.topic, partition))
             if batch is None:
                 batch = batches[r.topic, partition] = self._producer.create_batch()
@@ -84,11 +89,7 @@ class ProducerSink:
         batch.close()
         self._in_flight.append(await self._producer.send_batch(batch, topic, partition=partition))
 
-    async def _partition_of(self, topic: str, key: bytes | None) -> int:
-        """Where `send` would put the record: by key hash, or at random without a key."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = self._partition_counts[topic] = len(await self._producer.partitions_for(topic))
-        if key is None:
-            return random.randrange(count)
-        return partition_for_key(key, count)
+    async def _partition_count(self, topic: str) -> int:
+        """Asked of the producer's metadata once per topic (not awaited per record)."""
+        count = self._partition_counts[topic] = len(await self._producer.partitions_for(topic))
+        return count
