@@ -2,7 +2,7 @@
 source offset (so outputs can name both sources, and a replayed duplicate is recognised).
 
 They are named tuples rather than frozen dataclasses: several are made per input record, and a
-tuple is built about three times faster.
+tuple is built about twice as fast (0.37 vs 0.70 µs with three fields).
 """
 
 from __future__ import annotations
