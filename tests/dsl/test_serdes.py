@@ -63,7 +63,14 @@ def test_dataclass_round_trip_ignores_unknown_fields() -> None:
     ("value_type", "data", "message"),
     [
         (Click, b'{"auction_id": "a"}', "does not fit Click"),
-        (Click, b"[1, 2]", "expected a JSON object for Click"),
+        (Click, b"[1, 2]", "does not fit Click: Expected `object`, got `array`"),
+        (
+            Click,
+            b'{"auction_id": "a", "timestamp_ms": "5"}',
+            r"does not fit Click: Expected `int`, got `str` - at `\$.timestamp_ms`",
+        ),
+        (Click, b"{oops", "not JSON"),
+        (Impression, b"[1, 2]", "expected a JSON object for Impression"),
         (Impression, b"{oops", "not JSON"),
         (str, b"\xff", "not UTF-8"),
         (dict, b"", "not JSON"),
@@ -105,10 +112,53 @@ def test_cycles_and_unencodable_values_raise_serde_error() -> None:
             JsonSerde().serialize(value)
 
 
+class Opaque:
+    """A type msgspec does not know."""
+
+
+@dataclass
+class WithOpaque:
+    tag: str
+    extra: Opaque
+
+
+def test_fields_of_unknown_types_keep_their_json_value() -> None:
+    decoded = serde_for(WithOpaque).deserialize(b'{"tag": "a", "extra": {"x": [1]}}')
+    assert decoded == WithOpaque("a", {"x": [1]})  # type: ignore[arg-type]
+
+
+def test_dataclass_with_unresolvable_annotations_still_decodes() -> None:
+    @dataclass
+    class Local:
+        inner: Later  # type: ignore[name-defined]  # noqa: F821 - resolved nowhere
+
+    assert serde_for(Local).deserialize(b'{"inner": 3, "other": 4}') == Local(3)
+
+
+def test_post_init_errors_make_bad_records() -> None:
+    @dataclass
+    class Positive:
+        n: int
+
+        def __post_init__(self) -> None:
+            if self.n < 0:
+                raise ValueError("n must not be negative")
+
+    with pytest.raises(SerdeError, match="does not fit Positive: n must not be negative"):
+        serde_for(Positive).deserialize(b'{"n": -1}')
+
+
+def test_json_has_no_nan_or_infinity_so_they_encode_as_null() -> None:
+    encoded = JsonSerde().serialize([float("nan"), float("inf"), -float("inf")])
+    assert encoded == b"[null,null,null]"
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
     lambda children: (
-        st.lists(children) | st.dictionaries(st.text(), children) | st.floats(allow_nan=False)
+        st.lists(children)
+        | st.dictionaries(st.text(), children)
+        | st.floats(allow_nan=False, allow_infinity=False)
     ),
     max_leaves=10,
 )
