@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from rocksdict import ReadOptions, WriteBatch
+from rocksdict import WriteBatch
 
 from streamjoin.errors import ProtocolDecodeError
+from streamjoin.state.rocks import scan
 from streamjoin.state.store_base import LocalStore
 
 __all__ = ("KeyValueStore", "merge_overlay")
@@ -87,13 +88,7 @@ class KeyValueStore(LocalStore):
             for key, value in layered.items()
             if (start is None or key >= start) and (end is None or key < end)
         )
-        options = ReadOptions()
-        if end is not None:
-            options.set_iterate_upper_bound(end)
-        base = cast(
-            "Iterator[tuple[bytes, bytes]]", self._db.items(from_key=start, read_opt=options)
-        )
-        return merge_overlay(base, overlay)
+        return merge_overlay(scan(self._db, start, end), overlay)
 
     def _restore_batch(self, records: Sequence[Any]) -> WriteBatch:
         batch = WriteBatch(raw_mode=True)

@@ -6,13 +6,15 @@ and the WAL is synced only before a checkpoint claims the data (see TaskState.ch
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from rocksdict import Options, Rdict
+from rocksdict import Options, Rdict, ReadOptions
 
 from streamjoin.state.errors import StateError, StoreLockedError
 
-__all__ = ("open_rocksdb",)
+__all__ = ("open_rocksdb", "scan")
 
 
 def _options() -> Options:
@@ -39,3 +41,21 @@ def open_rocksdb(path: Path) -> Rdict:
                 "give each worker process its own --state-dir"
             ) from exc
         raise StateError(f"cannot open state store {path}: {exc}") from exc
+
+
+def scan(db: Rdict, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+    """Entries with start <= key < end, in key order (None: unbounded).
+
+    rocksdict's iterator reads its upper bound from the ReadOptions it was made with, which it
+    does not keep alive: once the options (and the bound's bytes) are freed, the bound is
+    whatever reuses that memory and iteration stops early. Compiled code frees a local right
+    after its last use, so the bound went wrong there; this generator holds both until the
+    iteration ends. (Pure Python is exposed too whenever the iterator outlives the caller's
+    frame, as a lazy range does.)
+    """
+    options = ReadOptions()
+    if end is not None:
+        options.set_iterate_upper_bound(end)
+    entries: Any = db.items(from_key=start, read_opt=options)
+    yield from entries
+    del options, end  # held until here on purpose

@@ -9,11 +9,11 @@ encoding.py's key layout makes them one short range scan per segment.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from operator import attrgetter, itemgetter
-from typing import Any, cast
+from typing import Any
 
-from rocksdict import ReadOptions, WriteBatch
+from rocksdict import WriteBatch
 
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.encoding import (
@@ -30,6 +30,7 @@ from streamjoin.state.encoding import (
     window_changelog_key,
 )
 from streamjoin.state.recent_records import Entry, RecentRecords
+from streamjoin.state.rocks import scan
 from streamjoin.state.segments import Segments
 from streamjoin.state.store_base import LocalStore
 
@@ -130,11 +131,8 @@ class WindowStore(LocalStore):
         unpack = _TS.unpack_from
         for segment in range(self.segments.segment_of(low), self.segments.segment_of(high) + 1):
             prefix = key_prefix(segment, key)
-            options = ReadOptions()
-            options.set_iterate_upper_bound(prefix + encode_ts(high + 1))
-            offset = len(prefix)
-            items = self._db.items(from_key=prefix + encode_ts(low), read_opt=options)
-            for local, value in cast("Iterator[tuple[bytes, bytes]]", items):
+            offset, first, end = len(prefix), prefix + encode_ts(low), prefix + encode_ts(high + 1)
+            for local, value in scan(self._db, first, end):
                 found.append((unpack(local, offset)[0] - _BIAS, value, None))
         unsorted = False
         for layer in (self._flushing, self._pending):
