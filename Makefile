@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+# What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
+COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
 .PHONY: demo test lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "streamjoin needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,4 +32,5 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build streamjoin/_compiled.json
+	find . -path ./.venv -prune -o -name '*.so' -print -delete

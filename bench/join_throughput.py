@@ -69,6 +69,8 @@ class Outcome:
     """Longest the contender's event loop ran late (the worker reports it)."""
     threads: dict[str, float] | None = None
     """CPU seconds by thread over the whole process (the worker reports it)."""
+    build: str | None = None
+    """Whether the per-record path ran compiled (the worker reports it)."""
 
     @property
     def rate(self) -> float:
@@ -183,6 +185,7 @@ async def timed_process(
         done["out"],
         done.get("longest_stall"),
         done.get("threads"),
+        done.get("build"),
     )
 
 
@@ -298,6 +301,8 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
             f"worker's event loop ran up to {worker.longest_stall:.1f} s late while processing "
             "(heartbeats, fetches and commits wait that long)"
         )
+    if worker.build:
+        print(f"worker's per-record path: {worker.build}")
     if worker.threads:
         split = ", ".join(f"{name} {cpu:.1f} s" for name, cpu in sorted(worker.threads.items()))
         print(f"worker CPU by thread, start-up included: {split}")

@@ -37,6 +37,7 @@ from typing import Any
 from ads_join import AD_WINDOW, make_app
 
 from streamjoin import JoinWindows
+from streamjoin.compiled import build_description
 from streamjoin.runtime.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
 
@@ -115,6 +116,7 @@ async def until_processed(worker: Worker, records: int) -> None:
         out=sum(sink.sent.values()),
         longest_stall=worker.loop_monitor.max_lag_s,
         threads=thread_cpu(),
+        build=build_description(),
     )
     worker.stop()
 

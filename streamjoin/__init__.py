@@ -1,6 +1,10 @@
 """streamjoin: Kafka Streams-style stream joins for Python."""
 
-from streamjoin.dsl import App, JoinWindows
+from streamjoin.compiled import run_sources_if_stale
+
+run_sources_if_stale()  # before any compiled module is imported
+
+from streamjoin.dsl import App, JoinWindows  # noqa: E402
 
 __all__ = ("App", "JoinWindows", "__version__")
 

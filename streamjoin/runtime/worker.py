@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaProducer
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
+from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.consumer import CooperativeConsumer
@@ -110,6 +111,7 @@ class Worker:
         self._stopping.set()
 
     async def run(self) -> None:
+        logger.info("per-record path: %s", build_description())
         partitions = await check_topics(self.app, self.bootstrap)
         topology = AppTopology(self.app, partitions)
         await ensure_changelogs(
