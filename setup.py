@@ -42,7 +42,7 @@ def compiled_extensions() -> list[object]:
     MANIFEST.unlink(missing_ok=True)
     if os.environ.get("STREAMJOIN_COMPILE", "1") == "0":
         return []
-    from mypyc.build import mypycify
+    from mypyc.build import mypycify  # noqa: PLC0415 - needed only when compiling
 
     # The build sees no installed packages (the same on a fresh machine, where the
     # dependencies install after it, as in a developer's venv): their types are Any to mypyc.
