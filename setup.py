@@ -23,6 +23,7 @@ MANIFEST = HERE / "streamjoin" / "_compiled.json"
 
 COMPILED = [
     "streamjoin/kafka/partitioning.py",
+    "streamjoin/runtime/joins/counters.py",
     "streamjoin/runtime/joins/pending.py",
     "streamjoin/runtime/joins/records.py",
     "streamjoin/runtime/joins/windowed.py",
@@ -34,6 +35,7 @@ COMPILED = [
     "streamjoin/state/kv_store.py",
     "streamjoin/state/recent_records.py",
     "streamjoin/state/segments.py",
+    "streamjoin/state/store_base.py",
     "streamjoin/state/window_store.py",
 ]
 

@@ -121,7 +121,11 @@ class PartitionFeed:
             if tp not in self._next:
                 continue
             start = self._next[tp]
-            fresh = records if start is None else [r for r in records if r.offset >= start]
+            fresh = (
+                records
+                if start is None or (records and records[0].offset >= start)
+                else [r for r in records if r.offset >= start]
+            )
             if fresh:
                 delivered[tp] = fresh
                 self._next[tp] = fresh[-1].offset + 1

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from streamjoin.dsl.serdes import SerdeError
+from streamjoin.dsl.serdes import BytesSerde, Serde, SerdeError
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.dead_letters import BadRecordError, dead_letter
 from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceRecord
@@ -22,6 +22,10 @@ from streamjoin.runtime.topology import JoinProcessor, TaskId
 __all__ = ("JoinTask",)
 
 logger = logging.getLogger(__name__)
+
+
+def _checking(serde: Serde) -> Serde | None:
+    return None if isinstance(serde, BytesSerde) else serde
 
 
 class JoinTask:
@@ -50,7 +54,11 @@ class JoinTask:
         self._on_error = on_error
         self._output = OutputWriter(spec, task_id.partition, sink)
         self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(2, max_idle_ms)
-        self._key_serdes = (spec.left.key_serde, spec.right.key_serde)
+        self._key_checks: tuple[Serde | None, Serde | None] = (
+            _checking(spec.left.key_serde),
+            _checking(spec.right.key_serde),
+        )
+        """Each side's key serde, None where every key decodes (bytes): nothing to check."""
         self._positions: dict[Side, int] = {}
 
     @property
@@ -116,8 +124,9 @@ class JoinTask:
     def _source(self, side: Side, record: Any) -> SourceRecord:
         if record.timestamp < 0:
             raise SerdeError(f"invalid timestamp {record.timestamp}")
-        if record.key is not None:
-            self._key_serdes[side].deserialize(record.key)
+        key_serde = self._key_checks[side]
+        if key_serde is not None and record.key is not None:
+            key_serde.deserialize(record.key)
         return SourceRecord(side, record.key, record.value, record.timestamp, record.offset)
 
     def _topic(self, side: Side) -> str:

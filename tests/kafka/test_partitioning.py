@@ -24,8 +24,8 @@ JAVA_MURMUR2 = {
     b"abc": 479470107,
 }
 
-# Every length up to 200 is equally likely, so every tail length and both the word-by-word
-# and the lane path are exercised, not just the short keys hypothesis favours.
+# Every length up to 200 is equally likely, so every tail length and long keys are exercised,
+# not just the short keys hypothesis favours.
 keys = st.integers(0, 200).flatmap(lambda n: st.binary(min_size=n, max_size=n))
 
 

@@ -111,14 +111,18 @@ class WindowedJoin:
         self, side: Side, key: bytes, this: Joined, t: int, window: tuple[int, int]
     ) -> list[JoinOutput]:
         other = side.other
-        pending = self._pending if self._emits_unmatched[other] else None
-        seen: set[int] = set()
         outputs: list[JoinOutput] = []
-        for other_t, stored, memo in self._stores[other].fetch_with_memos(key, *window):
+        found = self._stores[other].fetch_with_memos(key, *window)
+        if not found:
+            return outputs
+        pending = self._pending if self._emits_unmatched[other] else None
+        seen: set[int] | None = set() if len(found) > 1 else None  # most records match once
+        for other_t, stored, memo in found:
             that: Joined = memo if memo is not None else self._decode(other, stored)
-            if that.offset in seen:
-                continue  # the same source record stored twice by an at-least-once replay
-            seen.add(that.offset)
+            if seen is not None:
+                if that.offset in seen:
+                    continue  # the same source record stored twice by an at-least-once replay
+                seen.add(that.offset)
             if pending is not None:
                 pending.discard(other_t, other, key)
             outputs.append(JoinOutput.of(side, key, this, that, max(t, other_t)))
