@@ -36,7 +36,7 @@ def test_workers_ending_in_any_order_restore_the_original(
 def test_a_higher_threshold_set_by_the_user_is_kept(
     default_thresholds: tuple[int, int, int],
 ) -> None:
-    gc.set_threshold(50_000, 10, 10)
+    gc.set_threshold(500_000, 10, 10)
     with collector_tuned_for_throughput():
-        assert gc.get_threshold() == (50_000, 10, 10)
-    assert gc.get_threshold() == (50_000, 10, 10)
+        assert gc.get_threshold() == (500_000, 10, 10)
+    assert gc.get_threshold() == (500_000, 10, 10)
