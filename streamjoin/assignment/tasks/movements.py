@@ -13,13 +13,14 @@ in order of fewest clients able to host it (the most fragile first, then by id):
   budget its move waits for a later rebalance.
 
 Standbys bound for a client that is not caught up stay with a more caught-up client that holds
-no copy, the target learning when budget is left. Every such move asks for a follow-up.
+no copy, the target learning when budget is left; when that client is the target of a waiting
+active move, that move warms up in the standby slot. Every such move asks for a follow-up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from streamjoin.assignment.tasks.lags import TaskLags
 from streamjoin.assignment.tasks.model import PendingMove, Role, TaskId, Warmup
@@ -74,7 +75,16 @@ def stage_movements(
         budget = _learn(placement, task, Role.ACTIVE, target=target, holder=holder, budget=budget)
     for task in order:
         budget = _stage_standbys(placement, task, lags[task], swapped.get(task), budget)
+    placement.pending = [_warming_as_standby(move, placement) for move in placement.pending]
     return placement
+
+
+def _warming_as_standby(move: PendingMove, placement: Placement) -> PendingMove:
+    """A waiting active move whose target got one of the task's standby slots meanwhile (a
+    better-placed standby for a lagging one) warms up in that slot."""
+    if move.warmup is Warmup.WAITING and move.target in placement.standby[move.task]:
+        return replace(move, warmup=Warmup.STANDBY)
+    return move
 
 
 def _stage_standbys(

@@ -95,3 +95,20 @@ def test_one_learner_per_task() -> None:
     placement = stage(clients, {T[0]: "c"}, {T[0]: ["d"]}, holders={T[0]: "a"}, budget=2)
     assert placement.learner == {T[0]: "c"}
     assert [m.warmup for m in placement.pending] == [Warmup.LEARNER, Warmup.WAITING]
+
+
+def test_a_waiting_target_given_a_standby_slot_meanwhile_warms_up_there() -> None:
+    # b should run 0_0 but lags; no budget, so its move waits. c, bound for the standby, lags
+    # more than b: b keeps the standby for now, so b warms up after all, as that standby.
+    clients = [
+        runs("a", T[:1]),
+        ClientState("b", offset_sums={T[0]: END - 5_000}),
+        ClientState("c"),
+    ]
+    placement = stage(clients, {T[0]: "b"}, {T[0]: ["c"]}, holders={T[0]: "a"}, budget=0)
+    assert placement.active == {T[0]: "a"}
+    assert placement.standby == {T[0]: ["b"]}
+    assert placement.pending == [
+        PendingMove(T[0], Role.ACTIVE, "b", "a", Warmup.STANDBY),
+        PendingMove(T[0], Role.STANDBY, "c", "b", Warmup.WAITING),
+    ]
