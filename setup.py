@@ -30,6 +30,7 @@ COMPILED = [
     "streamjoin/runtime/ordering.py",
     "streamjoin/runtime/output.py",
     "streamjoin/runtime/producer_sink.py",
+    "streamjoin/runtime/sink.py",
     "streamjoin/runtime/task.py",
     "streamjoin/state/encoding.py",
     "streamjoin/state/kv_store.py",

@@ -26,7 +26,9 @@ class OutputWriter:
     """Writes one task's join results to the join's output topic."""
 
     def __init__(self, spec: JoinSpec, partition: int, sink: RecordSink) -> None:
-        self._spec = spec
+        self._joiner = spec.joiner
+        self._serialize = spec.into.value_serde.serialize
+        self._topic = spec.into.name
         self._partition = partition
         self._sink = sink
         self._left_source = f"{spec.left.name}:{partition}:".encode()
@@ -37,21 +39,24 @@ class OutputWriter:
     def write(self, result: JoinOutput) -> None:
         """Run the joiner (which may raise: the caller decides what a failure means); a joiner
         returning None emits nothing."""
-        spec = self._spec
         left, right = result.left, result.right
-        value = spec.joiner(left.value if left else None, right.value if right else None)
+        value = self._joiner(left.value if left else None, right.value if right else None)
         if value is None:
             return
-        payload = spec.into.value_serde.serialize(value)
+        payload = self._serialize(value)
         headers = []
         if left is not None:
             headers.append((LEFT_SOURCE_HEADER, b"%s%d" % (self._left_source, left.offset)))
         if right is not None:
             headers.append((RIGHT_SOURCE_HEADER, b"%s%d" % (self._right_source, right.offset)))
-        partition = self._partition if result.key is None else None
         self._sink.send(
             OutgoingRecord(
-                spec.into.name, result.key, payload, result.timestamp, headers, partition
+                self._topic,
+                result.key,
+                payload,
+                result.timestamp,
+                headers,
+                partition=self._partition if result.key is None else None,
             )
         )
         self.written += 1

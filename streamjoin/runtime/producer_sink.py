@@ -48,22 +48,25 @@ class ProducerSink:
         queued, self._queued = self._queued, []
         batches: dict[tuple[str, int], Any] = {}
         counts = self._partition_counts
+        sent: dict[str, int] = {}
         for r in queued:
-            partition = r.partition
+            topic, key, partition = r.topic, r.key, r.partition
             if partition is None:  # where `send` would put it: by key hash, else at random
-                count = counts.get(r.topic) or await self._partition_count(r.topic)
-                key = r.key
-                partition = (
-                    random.randrange(count) if key is None else partition_for_key(key, count)
-                )
-            batch = batches.get((r.topic, partition))
+                n = counts.get(topic) or await self._partition_count(topic)
+                partition = random.randrange(n) if key is None else partition_for_key(key, n)
+            batch = batches.get((topic, partition))
             if batch is None:
-                batch = batches[r.topic, partition] = self._producer.create_batch()
-            if self._append(batch, r) is None:
-                await self._send(batch, r.topic, partition)
-                batch = batches[r.topic, partition] = self._producer.create_batch()
-                self._append(batch, r)  # an empty batch takes any record
-            self.sent[r.topic] += 1
+                batch = batches[topic, partition] = self._producer.create_batch()
+            if (
+                batch.append(key=key, value=r.value, timestamp=r.timestamp, headers=r.headers)
+                is None
+            ):
+                await self._send(batch, topic, partition)
+                batch = batches[topic, partition] = self._producer.create_batch()
+                # an empty batch takes any record
+                batch.append(key=key, value=r.value, timestamp=r.timestamp, headers=r.headers)
+            sent[topic] = sent.get(topic, 0) + 1
+        self.sent.update(sent)
         for (topic, partition), batch in batches.items():
             await self._send(batch, topic, partition)
 
@@ -80,10 +83,6 @@ class ProducerSink:
                 raise DeliveryError(
                     f"an output record was not delivered ({type(outcome).__name__}: {outcome})"
                 ) from outcome
-
-    @staticmethod
-    def _append(batch: Any, r: OutgoingRecord) -> Any:
-        return batch.append(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
 
     async def _send(self, batch: Any, topic: str, partition: int) -> None:
         batch.close()

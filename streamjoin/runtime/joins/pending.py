@@ -41,17 +41,23 @@ class PendingNonMatches:
         self._store = store
         self._entries: dict[bytes, list[tuple[bytes, bytes, Any]]] = {}
         """prefix -> (store key, stored value, memo) of its pending records, in offset order."""
-        self._due: list[tuple[int, bytes]] = []
-        """(timestamp, prefix) heap; prefixes already matched are skipped when popped."""
+        self._due: list[tuple[int, bytes, Side, bytes]] = []
+        """(timestamp, prefix, side, key) heap; prefixes already matched are skipped when
+        popped (side and key ride along so that popping need not parse the prefix)."""
         for entry, stored in store.range():
             prefix = entry[: -_OFFSET.size]
-            self._index(_parse(prefix)[0], prefix, entry, stored, None)
+            timestamp, side, key = _parse(prefix)
+            self._index((timestamp, prefix, side, key), entry, stored, None)
 
-    def _index(self, timestamp: int, prefix: bytes, entry: bytes, stored: bytes, memo: Any) -> None:
+    def _index(
+        self, due: tuple[int, bytes, Side, bytes], entry: bytes, stored: bytes, memo: Any
+    ) -> None:
+        """Hold `entry` under its prefix; `due`: (timestamp, prefix, side, key)."""
+        prefix = due[1]
         entries = self._entries.get(prefix)
         if entries is None:
             self._entries[prefix] = [(entry, stored, memo)]
-            heapq.heappush(self._due, (timestamp, prefix))
+            heapq.heappush(self._due, due)
         elif all(entry != known for known, _, _ in entries):
             entries.append((entry, stored, memo))
 
@@ -69,7 +75,7 @@ class PendingNonMatches:
         prefix = _prefix(timestamp, side, key)
         entry = prefix + _OFFSET.pack(offset)
         self._store.put(entry, stored, timestamp)
-        self._index(timestamp, prefix, entry, stored, memo)
+        self._index((timestamp, prefix, side, key), entry, stored, memo)
 
     def discard(self, timestamp: int, side: Side, key: bytes) -> None:
         """Forget every pending record of `side` with this key and timestamp: it has matched."""
@@ -84,11 +90,10 @@ class PendingNonMatches:
         """Remove and yield (timestamp, side, key, stored value, memo) of entries older than
         `timestamp`, oldest first."""
         while self._due and self._due[0][0] < timestamp:
-            ts, prefix = heapq.heappop(self._due)
+            ts, prefix, side, key = heapq.heappop(self._due)
             entries = self._entries.pop(prefix, None)
             if entries is None:
                 continue
-            _, side, key = _parse(prefix)
             for entry, stored, memo in entries:
                 yield ts, side, key, stored, memo
                 self._store.delete(entry, ts)

@@ -1,15 +1,16 @@
 """The records a join processor takes in and gives out, and how stored values remember their
 source offset (so outputs can name both sources, and a replayed duplicate is recognised).
 
-They are named tuples rather than frozen dataclasses: several are made per input record, and a
-tuple is built about twice as fast (0.37 vs 0.70 µs with three fields).
+They are plain classes with slots, final and fully typed: compiled (setup.py), mypyc makes them
+native, built and read without a Python call (several are made per input record; as Python, a
+named tuple was about twice as fast to build as a frozen dataclass).
 """
 
 from __future__ import annotations
 
 import enum
 import struct
-from typing import Any, NamedTuple
+from typing import Any, final
 
 __all__ = (
     "SIDES",
@@ -17,6 +18,7 @@ __all__ = (
     "Joined",
     "Side",
     "SourceRecord",
+    "join_output",
     "pack_stored",
     "unpack_stored",
 )
@@ -37,40 +39,65 @@ SIDES = (Side.LEFT, Side.RIGHT)
 """Side by index: indexing is cheaper than calling the enum, which matters per record."""
 
 
-class SourceRecord(NamedTuple):
+@final
+class SourceRecord:
     """One input record of a task, value still serialised."""
 
-    side: Side
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-    offset: int
+    __slots__ = ("key", "offset", "side", "timestamp", "value")
+
+    def __init__(
+        self, side: Side, key: bytes | None, value: bytes | None, timestamp: int, offset: int
+    ) -> None:
+        self.side = side
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"SourceRecord({self.side.name}, {self.key!r}, t={self.timestamp}, @{self.offset})"
 
 
-class Joined(NamedTuple):
+@final
+class Joined:
     """One side's record in a join result: decoded value, its bytes and its source offset."""
 
-    value: Any
-    raw: bytes
-    offset: int
+    __slots__ = ("offset", "raw", "value")
+
+    def __init__(self, value: Any, raw: bytes, offset: int) -> None:
+        self.value = value
+        self.raw = raw
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"Joined({self.value!r}, @{self.offset})"
 
 
-class JoinOutput(NamedTuple):
+@final
+class JoinOutput:
     """A join result before the user's joiner runs; a side is None for a non-match."""
 
-    key: bytes | None
-    left: Joined | None
-    right: Joined | None
-    timestamp: int
+    __slots__ = ("key", "left", "right", "timestamp")
 
-    @classmethod
-    def of(
-        cls, side: Side, key: bytes | None, this: Joined, other: Joined | None, timestamp: int
-    ) -> JoinOutput:
-        """`this` (from `side`) and `other` put in left, right order."""
-        if side is Side.LEFT:
-            return cls(key, this, other, timestamp)
-        return cls(key, other, this, timestamp)
+    def __init__(
+        self, key: bytes | None, left: Joined | None, right: Joined | None, timestamp: int
+    ) -> None:
+        self.key = key
+        self.left = left
+        self.right = right
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return f"JoinOutput({self.key!r}, {self.left!r}, {self.right!r}, t={self.timestamp})"
+
+
+def join_output(
+    side: Side, key: bytes | None, this: Joined, other: Joined | None, timestamp: int
+) -> JoinOutput:
+    """`this` (from `side`) and `other` put in left, right order."""
+    if side is Side.LEFT:
+        return JoinOutput(key, this, other, timestamp)
+    return JoinOutput(key, other, this, timestamp)
 
 
 def pack_stored(offset: int, value: bytes) -> bytes:

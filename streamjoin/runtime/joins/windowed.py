@@ -29,6 +29,7 @@ from streamjoin.runtime.joins.records import (
     JoinOutput,
     Side,
     SourceRecord,
+    join_output,
     pack_stored,
     unpack_stored,
 )
@@ -90,7 +91,7 @@ class WindowedJoin:
                 self.counters.skipped += 1
                 return []
             self.counters.unmatched += 1
-            return [JoinOutput.of(side, None, Joined(value, record.value, record.offset), None, t)]
+            return [join_output(side, None, Joined(value, record.value, record.offset), None, t)]
         self.stream_time = max(self.stream_time, t)
         before, after = self._reach[side]
         if t + after + self._grace < self.stream_time:
@@ -125,7 +126,7 @@ class WindowedJoin:
                 seen.add(that.offset)
             if pending is not None:
                 pending.discard(other_t, other, key)
-            outputs.append(JoinOutput.of(side, key, this, that, max(t, other_t)))
+            outputs.append(join_output(side, key, this, that, max(t, other_t)))
         self.counters.matched += len(outputs)
         return outputs
 
@@ -140,7 +141,7 @@ class WindowedJoin:
         if self._pending is None or not self._pending.any_before(cutoff):
             return []  # most records close nothing: skip building a generator and a list
         outputs = [
-            JoinOutput.of(
+            join_output(
                 side, key, memo if memo is not None else self._decode(side, stored), None, ts
             )
             for ts, side, key, stored, memo in self._pending.pop_until(cutoff)
