@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "streamjoin" / "_compiled.json"
 
 COMPILED = [
+    "streamjoin/dsl/serdes.py",
     "streamjoin/kafka/partitioning.py",
     "streamjoin/runtime/joins/counters.py",
     "streamjoin/runtime/joins/pending.py",

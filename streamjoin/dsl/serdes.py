@@ -127,6 +127,11 @@ class _ObjectSerde:
         self.immutable = False
         self._build = build
 
+    def __reduce__(self) -> tuple[type, tuple[type]]:
+        """Pickled as its class and value type (Spark ships serdes to its workers): msgspec's
+        decoder and a compiled closure cannot be pickled, and both are rebuilt from the type."""
+        return type(self), (self.cls,)
+
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, self.cls):
             raise SerdeError(f"expected {self.cls.__name__}, got {type(value).__name__}")

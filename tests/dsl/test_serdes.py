@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 
 import faust
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyspark import cloudpickle
 
 from streamjoin.dsl.serdes import (
     BytesSerde,
@@ -168,3 +170,27 @@ json_values = st.recursive(
 def test_json_round_trip(value: object) -> None:
     serde = JsonSerde()
     assert serde.deserialize(serde.serialize(value)) == value
+
+
+@pytest.mark.parametrize("value_type", [bytes, str, dict, Click, FrozenClick, Impression])
+def test_serdes_pickle_as_spark_ships_them(value_type: type) -> None:
+    serde = serde_for(value_type)
+    by_cloudpickle = cloudpickle.dumps(serde)  # type: ignore[no-untyped-call]
+    for shipped in (pickle.loads(pickle.dumps(serde)), cloudpickle.loads(by_cloudpickle)):
+        assert type(shipped) is type(serde)
+        assert shipped.name == serde.name
+        assert decodes_immutable(shipped) == decodes_immutable(serde)
+    data = serde.serialize(serde.deserialize(serde.serialize(_sample(value_type))))
+    assert shipped.deserialize(data) == serde.deserialize(data)
+
+
+def _sample(value_type: type) -> object:
+    samples: dict[type, object] = {
+        bytes: b"raw",
+        str: "text",
+        dict: {"a": [1, 2]},
+        Click: Click("a", 5),
+        FrozenClick: FrozenClick("a"),
+        Impression: Impression("a1", "spring"),
+    }
+    return samples[value_type]
