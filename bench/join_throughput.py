@@ -15,12 +15,14 @@ minute) is produced in time order, before anything is timed, to three identical 
            in a process of its own.
 Each is timed from the first input record it fetched until every input record was processed and
 its output acknowledged by the broker. The worker and the pipes run in turns, `--rounds` times
-(the worker on a fresh topic set each round): a shared machine's slow spells vary single runs
-by 20-40%. Printed for each: the median round's input records/s, the range over the rounds,
-CPU time per input record of the contender's process (less disturbed than wall time by other
-processes), output records; the worker's longest event-loop stall and whether its per-record
-path ran compiled; and the ratios worker/pipe (target >= 60%; of the medians, and round by
-round) and worker/faust (target >= 3x). The targets are reported, not asserted.
+(the worker on a fresh topic set each round), in an order that rotates from round to round and
+with a pause before each: a shared machine's slow spells vary single runs by 20-40%, and a
+contender run right after the worker found the broker slower. Printed for each: the median
+round's input records/s, the range over the rounds, CPU time per input record of the contender's
+process (less disturbed than wall time by other processes), output records; the worker's longest
+event-loop stall and whether its per-record path ran compiled; and the ratios worker/pipe
+(target >= 60%; of the medians, and round by round) and worker/faust (target >= 3x). The
+targets are reported, not asserted.
 faust emits fewer unclicked impressions at the end of the input: its watermark is the slower
 side's (see faust_join_app.py), streamjoin's stream time the faster side's.
 
@@ -46,6 +48,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ads_join import Click, Impression, generate_traffic, topic_names
@@ -60,6 +63,8 @@ from streamjoin.lifetime import die_with_parent
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 900.0
+SETTLE_S = 3.0
+"""Pause before each contender, for the broker to finish what the one before left it."""
 
 
 @dataclass
@@ -261,20 +266,28 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     )
     runs: dict[str, list[Outcome]] = {"worker": [], "pipe": [], "pipe+serde": []}
     for n in rounds:
-        # The contenders take turns, so that a slow spell of a shared machine hits a round
-        # rather than one contender.
-        profile = args.profile if n == 1 else None
+        # The contenders take turns, in an order that rotates from round to round, with a
+        # pause between them: a slow spell of a shared machine, or the broker still busy after
+        # the one before, then hits each contender alike rather than always the same one.
         state = workdir / f"worker{n}"
-        command = worker_command(prefixes[f"worker{n}"], bootstrap, state, records, profile)
-        runs["worker"].append(
-            await timed_process("worker", command, {}, workdir / f"worker{n}.log", exits=True)
+        command = worker_command(
+            prefixes[f"worker{n}"], bootstrap, state, records, args.profile if n == 1 else None
         )
-        runs["pipe"].append(await pipe(bootstrap, prefixes["pipe"], args.partitions, records))
-        runs["pipe+serde"].append(
-            await pipe(bootstrap, prefixes["pipe"], args.partitions, records, transcode=True)
-        )
+        log = workdir / f"worker{n}.log"
+        contenders = {
+            "worker": partial(timed_process, "worker", command, {}, log, exits=True),
+            "pipe": partial(pipe, bootstrap, prefixes["pipe"], args.partitions, records),
+            "pipe+serde": partial(
+                pipe, bootstrap, prefixes["pipe"], args.partitions, records, transcode=True
+            ),
+        }
+        order = list(contenders)
+        order = order[(n - 1) % len(order) :] + order[: (n - 1) % len(order)]
+        for name in order:
+            await asyncio.sleep(SETTLE_S)
+            runs[name].append(await contenders[name]())
         print(
-            f"round {n}: "
+            f"round {n} ({', '.join(order)}): "
             + ", ".join(f"{name} {outcomes[-1].rate:,.0f} rec/s" for name, outcomes in runs.items())
         )
     if not args.skip_faust:
