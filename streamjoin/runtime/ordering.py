@@ -61,12 +61,14 @@ class TimestampOrderedInputs(Generic[R]):
         `lag(i)` is how many records of input i are on the broker but not yet buffered here
         (None: not known yet).
         """
-        if len(self._buffers) == 2 and all(self._buffers):  # a join's usual case, made cheap
-            self._idle_since = None
-            left, right = self._buffers
-            if left[0].timestamp <= right[0].timestamp:
-                return 0, left.popleft()
-            return 1, right.popleft()
+        buffers = self._buffers
+        if len(buffers) == 2:  # a join's usual case, made cheap
+            left, right = buffers
+            if left and right:
+                self._idle_since = None
+                if left[0].timestamp <= right[0].timestamp:
+                    return 0, left.popleft()
+                return 1, right.popleft()
         heads = [(buf[0].timestamp, i) for i, buf in enumerate(self._buffers) if buf]
         if not heads:
             self._idle_since = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -240,7 +241,7 @@ class WindowStore(LocalStore):
         flushing = self._flushing
         newest = pending[self._newest_put_key].pop()  # live: nothing was put after it
         logged = 0
-        for key, entries in [*pending.items(), (self._newest_put_key, [newest])]:
+        for key, entries in chain(pending.items(), [(self._newest_put_key, [newest])]):
             kept = []
             for timestamp, sequence, value in entries:
                 if timestamp > expired:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 from streamjoin.runtime.joins.records import SIDES, Side
@@ -86,14 +85,16 @@ class PendingNonMatches:
         """Whether `pop_until(timestamp)` may yield anything (cheap)."""
         return bool(self._due) and self._due[0][0] < timestamp
 
-    def pop_until(self, timestamp: int) -> Iterator[tuple[int, Side, bytes, bytes, Any]]:
-        """Remove and yield (timestamp, side, key, stored value, memo) of entries older than
-        `timestamp`, oldest first."""
-        while self._due and self._due[0][0] < timestamp:
-            ts, prefix, side, key = heapq.heappop(self._due)
+    def pop_until(self, timestamp: int) -> list[tuple[int, Side, bytes, bytes, Any]]:
+        """Remove and return (timestamp, side, key, stored value, memo) of entries older than
+        `timestamp`, oldest first (a list: compiled, a generator costs more per entry)."""
+        due, popped = self._due, []
+        while due and due[0][0] < timestamp:
+            ts, prefix, side, key = heapq.heappop(due)
             entries = self._entries.pop(prefix, None)
             if entries is None:
                 continue
             for entry, stored, memo in entries:
-                yield ts, side, key, stored, memo
+                popped.append((ts, side, key, stored, memo))
                 self._store.delete(entry, ts)
+        return popped

@@ -139,7 +139,7 @@ class WindowedJoin:
     def _closed_non_matches(self) -> list[JoinOutput]:
         cutoff = self.stream_time - self._retention
         if self._pending is None or not self._pending.any_before(cutoff):
-            return []  # most records close nothing: skip building a generator and a list
+            return []  # most records close nothing
         outputs = [
             join_output(
                 side, key, memo if memo is not None else self._decode(side, stored), None, ts
