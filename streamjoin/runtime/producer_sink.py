@@ -57,14 +57,10 @@ class ProducerSink:
             batch = batches.get((topic, partition))
             if batch is None:
                 batch = batches[topic, partition] = self._producer.create_batch()
-            if (
-                batch.append(key=key, value=r.value, timestamp=r.timestamp, headers=r.headers)
-                is None
-            ):
+            if self._append(batch, r) is None:
                 await self._send(batch, topic, partition)
                 batch = batches[topic, partition] = self._producer.create_batch()
-                # an empty batch takes any record
-                batch.append(key=key, value=r.value, timestamp=r.timestamp, headers=r.headers)
+                self._append(batch, r)  # an empty batch takes any record
             sent[topic] = sent.get(topic, 0) + 1
         self.sent.update(sent)
         for (topic, partition), batch in batches.items():
@@ -83,6 +79,10 @@ class ProducerSink:
                 raise DeliveryError(
                     f"an output record was not delivered ({type(outcome).__name__}: {outcome})"
                 ) from outcome
+
+    @staticmethod
+    def _append(batch: Any, r: OutgoingRecord) -> Any:
+        return batch.append(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
 
     async def _send(self, batch: Any, topic: str, partition: int) -> None:
         batch.close()
