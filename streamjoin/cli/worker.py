@@ -37,6 +37,13 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     on_error: Annotated[
         str | None, typer.Option(help="Bad records: dlq (dead-letter topic) or fail.")
     ] = None,
+    max_future_ms: Annotated[
+        int | None,
+        typer.Option(
+            help="A record stamped further ahead of the wall clock than this many ms is a bad "
+            "record: it never moves stream time (default: the app's, 1 hour)."
+        ),
+    ] = None,
     session_timeout: Annotated[
         float, typer.Option(help="Seconds without heartbeat before the group drops the worker.")
     ] = 10.0,
@@ -60,6 +67,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         on_error=on_error,
+        max_future_ms=max_future_ms,
         processing_guarantee=processing_guarantee,
         group_instance_id=instance_id,
         capacity=capacity,

@@ -13,6 +13,7 @@ from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec
 from streamjoin.dsl.topics import Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
+from streamjoin.runtime.timestamps import DEFAULT_MAX_FUTURE_MS
 from streamjoin.state.specs import DEFAULT_RECENT_BYTES
 
 __all__ = ("App", "AppSettings")
@@ -30,6 +31,9 @@ class AppSettings:
     max_task_idle_ms: int = 0
     """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
     on_error: Literal["dlq", "fail"] = "dlq"
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """A record stamped further ahead of the wall clock than this is a bad record: it would
+    move stream time into the future and make every later record late."""
     num_standby_replicas: int = 0
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2

@@ -17,6 +17,7 @@ from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceReco
 from streamjoin.runtime.ordering import TimestampOrderedInputs
 from streamjoin.runtime.output import OutputWriter
 from streamjoin.runtime.sink import RecordSink
+from streamjoin.runtime.timestamps import DEFAULT_MAX_FUTURE_MS, timestamp_problem, wall_clock_ms
 from streamjoin.runtime.topology import JoinProcessor, TaskId
 
 __all__ = ("JoinTask",)
@@ -44,6 +45,7 @@ class JoinTask:
         *,
         on_error: Literal["dlq", "fail"] = "dlq",
         max_idle_ms: int = 0,
+        max_future_ms: int = DEFAULT_MAX_FUTURE_MS,
     ) -> None:
         self.app_id = app_id
         self.spec = spec
@@ -52,6 +54,7 @@ class JoinTask:
         self.dead_letters = 0
         self._sink = sink
         self._on_error = on_error
+        self._max_future_ms = max_future_ms
         self._output = OutputWriter(spec, task_id.partition, sink)
         self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(2, max_idle_ms)
         self._key_checks: tuple[Serde | None, Serde | None] = (
@@ -60,6 +63,9 @@ class JoinTask:
         )
         """Each side's key serde, None where every key decodes (bytes): nothing to check."""
         self._positions: dict[Side, int] = {}
+        self._skipped_through: dict[Side, int] = {}
+        """Per side: the offset after the last record refused before it was buffered; it counts
+        as processed once the records buffered ahead of it are."""
 
     @property
     def records_out(self) -> int:
@@ -73,7 +79,32 @@ class JoinTask:
         raise ValueError(f"task {self.task_id} does not read topic {topic!r}")
 
     def add(self, side: Side, records: Iterable[Any]) -> None:
-        self._inputs.add(side, records)
+        """Buffer fetched records; those with a timestamp that must not move stream time are
+        refused here, before they can take a place in the timestamp order."""
+        batch = records if isinstance(records, list) else list(records)
+        now_ms = wall_clock_ms()
+        latest = now_ms + self._max_future_ms
+        for record in batch:
+            t = record.timestamp
+            if t < 0 or t > latest:
+                batch = self._refuse_bad_timestamps(side, batch, now_ms)
+                break
+        self._inputs.add(side, batch)
+
+    def _refuse_bad_timestamps(self, side: Side, batch: list[Any], now_ms: int) -> list[Any]:
+        latest = now_ms + self._max_future_ms
+        good: list[Any] = []
+        for record in batch:
+            t = record.timestamp
+            if 0 <= t <= latest:
+                good.append(record)
+                continue
+            self._reject(side, record, timestamp_problem(t, now_ms, self._max_future_ms), now_ms)
+            if not good and not self._inputs.buffered_for(side):
+                self._positions[side] = record.offset + 1  # everything before it is processed
+            else:
+                self._skipped_through[side] = record.offset + 1
+        return good
 
     def buffered(self) -> int:
         return self._inputs.buffered()
@@ -83,7 +114,11 @@ class JoinTask:
 
     def positions(self) -> dict[Side, int]:
         """Next offset to consume per side: everything before it has been processed."""
-        return dict(self._positions)
+        positions = dict(self._positions)
+        for side, through in self._skipped_through.items():
+            if not self._inputs.buffered_for(side) and through > positions.get(side, 0):
+                positions[side] = through
+        return positions
 
     def process(self, now_ms: float, lag: Callable[[Side], int | None], budget: int = 1_000) -> int:
         """Process up to `budget` buffered records in timestamp order; returns how many.
@@ -122,8 +157,6 @@ class JoinTask:
                 self._reject_result(result, error)
 
     def _source(self, side: Side, record: Any) -> SourceRecord:
-        if record.timestamp < 0:
-            raise SerdeError(f"invalid timestamp {record.timestamp}")
         key_serde = self._key_checks[side]
         if key_serde is not None and record.key is not None:
             key_serde.deserialize(record.key)
@@ -132,7 +165,12 @@ class JoinTask:
     def _topic(self, side: Side) -> str:
         return self.spec.left.name if side is Side.LEFT else self.spec.right.name
 
-    def _reject(self, side: Side, record: Any, error: BaseException) -> None:
+    def _reject(
+        self, side: Side, record: Any, error: BaseException, timestamp: int | None = None
+    ) -> None:
+        """Dead-letter `record`, stamped with its own timestamp unless `timestamp` is given
+        (a refused timestamp: brokers may refuse it too, so the dead letter gets the time of
+        refusal; the error message keeps the original)."""
         bad = (
             error
             if isinstance(error, BadRecordError)
@@ -140,7 +178,8 @@ class JoinTask:
                 self.spec.name, self._topic(side), self.task_id.partition, record.offset, error
             )
         )
-        self._dead_letter(bad, record.key, record.value, max(record.timestamp, 0))
+        at = record.timestamp if timestamp is None else timestamp
+        self._dead_letter(bad, record.key, record.value, at)
 
     def _reject_result(self, result: JoinOutput, error: BaseException) -> None:
         """The joiner (or the output serde) failed on a result: the dead letter carries its

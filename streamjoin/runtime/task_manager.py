@@ -283,6 +283,7 @@ class TaskManager(RebalanceListener):
                 self._sink,
                 on_error=settings.on_error,
                 max_idle_ms=settings.max_task_idle_ms,
+                max_future_ms=settings.max_future_ms,
             )
             for side, records in self._waiting.pop(task_id, ()):
                 active.task.add(side, records)

@@ -61,6 +61,7 @@ class WorkerOptions:
     commit_interval_s: float | None = None
     metrics_port: int | None = None
     on_error: str | None = None
+    max_future_ms: int | None = None
     processing_guarantee: str = "at_least_once"
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 1_000
@@ -87,6 +88,12 @@ class Worker:
             if options.on_error not in ("dlq", "fail"):
                 raise ConfigurationError(f"--on-error {options.on_error!r}: use dlq or fail")
             settings.on_error = options.on_error  # type: ignore[assignment]
+        if options.max_future_ms is not None:
+            if options.max_future_ms < 0:
+                raise ConfigurationError(
+                    f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
+                )
+            settings.max_future_ms = options.max_future_ms
         if options.num_standby_replicas is not None:
             settings.num_standby_replicas = options.num_standby_replicas
         if options.acceptable_recovery_lag is not None:

@@ -151,6 +151,7 @@ class TestDriver:
                 build_processor(spec, stores),
                 self._sink,
                 on_error=self.app.settings.on_error,
+                max_future_ms=self.app.settings.max_future_ms,
             )
             self._tasks[task_id] = task
         return task
