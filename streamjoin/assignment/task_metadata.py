@@ -7,6 +7,9 @@ AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
     AssignmentInfo   v1: version, latest supported version, active, standby and learner tasks,
                          partitions by host [(endpoint, [(topic, partition)])],
                          next probing rebalance (epoch ms, -1: none), error code
+    SubscriptionInfo v2: as v1
+    AssignmentInfo   v2: v1, then warm-up tasks (the learners and standbys that a move to this
+                         member is waiting on; v1 members count only their learners)
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
 knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
@@ -33,7 +36,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 1
+LATEST_VERSION = 2
 NO_PROBE = -1
 
 
@@ -67,6 +70,9 @@ class AssignmentInfo:
     error_code: int = 0
     version: int = LATEST_VERSION
     latest_supported: int = LATEST_VERSION
+    warmup: tuple[TaskId, ...] = ()
+    """Tasks of this member (learners, and standbys a move warms up in) whose catching up
+    completes a move. Read from a v1 leader: its learners."""
 
 
 def _write_task(writer: Writer, task: TaskId) -> None:
@@ -135,6 +141,8 @@ def encode_assignment_info(info: AssignmentInfo) -> bytes:
 
     writer.array(sorted(info.partitions_by_host.items()), write_host)
     writer.int64(info.next_probe_ms).int32(info.error_code)
+    if info.version >= 2:
+        _write_tasks(writer, info.warmup)
     return writer.getvalue()
 
 
@@ -151,4 +159,7 @@ def decode_assignment_info(data: bytes) -> AssignmentInfo:
 
     hosts = dict(reader.array(read_host))
     next_probe, error = reader.int64(), reader.int32()
-    return AssignmentInfo(active, standby, learner, hosts, next_probe, error, version, latest)
+    warmup = tuple(reader.array(_read_task)) if version >= 2 else learner
+    return AssignmentInfo(
+        active, standby, learner, hosts, next_probe, error, version, latest, warmup
+    )

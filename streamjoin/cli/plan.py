@@ -136,8 +136,12 @@ def plan_command(
     if tasks:
         if scenario_path is None or from_group is not None:
             fail("--tasks needs a task scenario file and cannot be used with --from-group")
+        if assignor is not None:
+            fail("--assignor does not apply to --tasks: tasks are placed by the task assignor")
         # Imported on use: the task planner is optional for the consumer-group plan.
-        importlib.import_module("streamjoin.cli.plan_tasks").run_task_plan(scenario_path, as_json)
+        importlib.import_module("streamjoin.cli.plan_tasks").run_task_plan(
+            scenario_path, as_json, join=join or [], leave=leave or []
+        )
         return
     if (scenario_path is None) == (from_group is None):
         fail("give either a SCENARIO.json file or --from-group GROUP --bootstrap HOST:PORT")

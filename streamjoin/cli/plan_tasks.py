@@ -7,8 +7,9 @@ with `--json` exactly what `streamjoin.assignment.plan_tasks` returns.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,14 +29,18 @@ __all__ = ("run_task_plan",)
 _MOVES_SHOWN = 20
 
 
-def run_task_plan(path: Path, as_json: bool) -> None:
-    """Read a task scenario file and print its plan; bad input exits with status 2."""
+def run_task_plan(
+    path: Path, as_json: bool, *, join: Sequence[str] = (), leave: Sequence[str] = ()
+) -> None:
+    """Read a task scenario file and print its plan, with the clients of `join` added (no
+    state, capacity 1) and those of `leave` gone; bad input exits with status 2."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         fail(f"{path} is not valid JSON: {exc}")
+    raw = _what_if(raw, join, leave)
     try:
         if as_json:
             typer.echo(json.dumps(plan_tasks(raw), indent=2))
@@ -45,6 +50,21 @@ def run_task_plan(path: Path, as_json: bool) -> None:
     except StreamJoinError as exc:
         fail(f"{path}: {exc}")
     typer.echo(_render(scenario, assignment, elapsed_ms))
+
+
+def _what_if(raw: Any, join: Sequence[str], leave: Sequence[str]) -> Any:
+    """The scenario with clients joining and leaving (a malformed one is left to the parser)."""
+    if not (join or leave) or not isinstance(raw, dict) or not isinstance(raw.get("clients"), dict):
+        return raw
+    clients = dict(raw["clients"])
+    for client in leave:
+        if clients.pop(client, None) is None:
+            fail(f"--leave {client}: no such client (clients: {', '.join(sorted(clients))})")
+    for client in join:
+        if client in clients:
+            fail(f"--join {client}: that client is already in the scenario")
+        clients[client] = {}
+    return {**raw, "clients": clients}
 
 
 def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: float) -> str:

@@ -49,6 +49,8 @@ class Roles:
     active: frozenset[TaskId] = frozenset()
     standby: frozenset[TaskId] = frozenset()
     learner: frozenset[TaskId] = frozenset()
+    warmup: frozenset[TaskId] = frozenset()
+    """Learners and standbys whose catching up completes a move to this worker."""
 
 
 class WorkerRoles:
@@ -92,7 +94,7 @@ class WorkerRoles:
                 self.topology.from_assignment(t) for t in tasks if self.topology.knows(t)
             )
 
-        return Roles(mine(told.active), mine(told.standby), mine(told.learner))
+        return Roles(mine(told.active), mine(told.standby), mine(told.learner), mine(told.warmup))
 
     @property
     def next_probe_ms(self) -> int | None:

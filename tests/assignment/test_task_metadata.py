@@ -44,13 +44,29 @@ def test_subscription_info_round_trip(
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
 
-@given(active=task_tuples, standby=task_tuples, learner=task_tuples, probe=st.integers(-1, 2**50))
+@given(
+    active=task_tuples,
+    standby=task_tuples,
+    learner=task_tuples,
+    warmup=task_tuples,
+    probe=st.integers(-1, 2**50),
+)
 def test_assignment_info_round_trip(
-    active: tuple[TaskId, ...], standby: tuple[TaskId, ...], learner: tuple[TaskId, ...], probe: int
+    active: tuple[TaskId, ...],
+    standby: tuple[TaskId, ...],
+    learner: tuple[TaskId, ...],
+    warmup: tuple[TaskId, ...],
+    probe: int,
 ) -> None:
     hosts = {"w1:9100": (TopicPartition("a", 0), TopicPartition("b", 3))}
-    info = AssignmentInfo(active, standby, learner, hosts, probe, 0)
+    info = AssignmentInfo(active, standby, learner, hosts, probe, 0, warmup=warmup)
     assert decode_assignment_info(encode_assignment_info(info)) == info
+
+
+def test_a_v1_assignment_warms_up_its_learners_only() -> None:
+    """A v1 leader knows no standby warm-ups: its learners are all there is to watch."""
+    info = AssignmentInfo((), (TaskId(0, 1),), (TaskId(0, 2),), version=1, warmup=(TaskId(0, 1),))
+    assert decode_assignment_info(encode_assignment_info(info)).warmup == (TaskId(0, 2),)
 
 
 def test_a_newer_version_is_read_for_its_common_fields() -> None:

@@ -90,3 +90,60 @@ def test_the_plan_command_with_tasks(scenario_file: Path) -> None:
     result = CliRunner().invoke(app, ["plan", "--tasks", str(scenario_file), "--json"])
     assert result.exit_code == 0, result.output
     assert without_timing(json.loads(result.stdout)) == without_timing(plan_tasks(SCENARIO))
+
+
+def plan_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, ["plan", "--tasks", *args])
+
+
+def test_join_adds_a_client_without_state(scenario_file: Path) -> None:
+    result = plan_cli(str(scenario_file), "--json", "--join", "c3")
+    assert result.exit_code == 0, result.output
+    clients = json.loads(result.stdout)["clients"]
+    assert set(clients) == {"c1", "c2", "c3"}
+    assert clients["c3"]["active"] == []  # no state: what moves to it warms up first
+    assert clients["c3"]["learner"] == clients["c3"]["warmup"]
+    baseline = json.loads(plan_cli(str(scenario_file), "--json").stdout)["clients"]
+    assert clients != baseline  # a different question gets a different answer
+
+
+def test_leave_takes_a_client_and_its_tasks_move(scenario_file: Path) -> None:
+    result = plan_cli(str(scenario_file), "--json", "--leave", "c1")
+    assert result.exit_code == 0, result.output
+    clients = json.loads(result.stdout)["clients"]
+    assert set(clients) == {"c2"}
+    assert clients["c2"]["active"] == ["0_0", "0_1", "0_2", "0_3", "1_0"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--assignor", "range"), "--assignor does not apply to --tasks"),
+        (("--leave", "c9"), "--leave c9: no such client"),
+        (("--join", "c1"), "--join c1: that client is already in the scenario"),
+    ],
+)
+def test_what_ifs_that_cannot_apply_are_refused_in_one_line(
+    scenario_file: Path, args: tuple[str, ...], message: str
+) -> None:
+    result = plan_cli(str(scenario_file), *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_standby_slot_warm_up_is_shown(tmp_path: Path) -> None:
+    """The scale-out of issue 27: one worker with every task, a second joins, one standby."""
+    scenario = {
+        "config": {"acceptable_recovery_lag": 100, "num_standby_replicas": 1},
+        "tasks": {f"0_{p}": {"end_offset": 5000} for p in range(4)},
+        "clients": {"c1": {"active": [f"0_{p}" for p in range(4)], "offsets": {}}},
+    }
+    scenario["clients"]["c1"]["offsets"] = {f"0_{p}": -2 for p in range(4)}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(scenario))
+    result = plan_cli(str(path), "--join", "c2")
+    assert result.exit_code == 0, result.output
+    assert "(warming up as its standby)" in result.output
+    data = json.loads(plan_cli(str(path), "--join", "c2", "--json").stdout)
+    assert len(data["clients"]["c2"]["warmup"]) == 2 and data["clients"]["c2"]["learner"] == []

@@ -18,7 +18,7 @@ class FakeRoles:
     next_probe_ms: int | None = None
 
     def roles(self) -> Roles:
-        return Roles(learner=self.learners)
+        return Roles(learner=self.learners, warmup=self.learners)
 
 
 @dataclass
@@ -61,7 +61,21 @@ def test_asks_once_when_every_learner_is_within_the_acceptable_lag() -> None:
     state.lags[str(LEARNER)] = 40
     trigger.check(1, 0)
     trigger.check(2, 0)
-    assert asked == ["learners caught up: j_1"]
+    assert asked == ["warm-ups caught up: j_1"]
+
+
+def test_a_standby_that_a_move_warms_up_in_is_watched_like_a_learner() -> None:
+    """With standbys, a move to this worker warms up in its standby slot: no learner at all."""
+
+    @dataclass
+    class StandbyWarmup(FakeRoles):
+        def roles(self) -> Roles:
+            return Roles(standby=self.learners, warmup=self.learners)
+
+    roles, state, generation = StandbyWarmup(), FakeState({str(LEARNER): 0}), [5]
+    trigger, asked = make(roles, state, generation)
+    trigger.check(0, 0)
+    assert asked == ["warm-ups caught up: j_1"]
 
 
 def test_backs_off_when_the_same_learners_come_back() -> None:

@@ -156,17 +156,23 @@ class TaskPartitionAssignor(PartitionAssignor):
         assignment: GroupAssignment = {}
         for process, members in members_of.items():
             roles = plan.clients[process]
+            warming = plan.warming_up(process)
             for slot, member in enumerate(sorted(members)):
                 share = slice(slot, None, len(members))
-                active = roles.active[share]
-                told = AssignmentInfo(
-                    active,
+                active, standby, learner = (
+                    roles.active[share],
                     roles.standby[share],
                     roles.learner[share],
+                )
+                told = AssignmentInfo(
+                    active,
+                    standby,
+                    learner,
                     by_host,
                     probe,
                     0,
                     version=min(version, LATEST_VERSION),
+                    warmup=tuple(sorted(warming.intersection(standby + learner))),
                 )
                 partitions = [tp for task in active for tp in self._partitions(task)]
                 assignment[member] = Assignment(

@@ -186,3 +186,13 @@ class TaskAssignment:
     def followup(self) -> bool:
         """Whether a probing rebalance should follow, to promote learners or start waiting moves."""
         return bool(self.pending)
+
+    def warming_up(self, client: str) -> frozenset[TaskId]:
+        """Tasks `client` restores because a move is bound for it: its learners and the standby
+        slots a move warms up in. Once all are within the acceptable lag, the next rebalance
+        completes their moves, so the client asks for it then (not at the probing interval)."""
+        return frozenset(
+            move.task
+            for move in self.pending
+            if move.target == client and move.warmup is not Warmup.WAITING
+        )

@@ -10,7 +10,8 @@ Input (missing keys take the defaults shown in `AssignorSettings` and below):
 
 A task is stateful when it says so or gives an end offset (0 when omitted); `offsets` are the
 client's local offset sums (-2: running, caught up). Output: every client's active, standby and
-learner task ids, whether a follow-up rebalance is needed, and the assignor's run time.
+learner task ids, its warm-ups (the learners and standbys a move to it waits on), whether a
+follow-up rebalance is needed, and the assignor's run time.
 Anything malformed raises `ConfigurationError` naming the offending key.
 """
 
@@ -52,6 +53,7 @@ def plan_tasks(scenario: dict[str, Any]) -> dict[str, Any]:
                 "active": [str(task) for task in roles.active],
                 "standby": [str(task) for task in roles.standby],
                 "learner": [str(task) for task in roles.learner],
+                "warmup": sorted(str(task) for task in assignment.warming_up(client)),
             }
             for client, roles in sorted(assignment.clients.items())
         },

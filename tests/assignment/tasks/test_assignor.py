@@ -258,6 +258,37 @@ def test_swapping_with_a_caught_up_standby_costs_no_budget() -> None:
     assert not any(roles.learner for roles in result.clients.values())
 
 
+def test_a_move_warming_up_in_a_standby_slot_is_a_warm_up_of_its_target() -> None:
+    """Scale-out with standbys: the newcomer restores the tasks bound for it as standbys (no
+    learner anywhere), and those are what it must watch to ask for the follow-up."""
+    clients = [client("c1", active=FOUR, lag=caught_up(FOUR)), client("c2")]
+    config = AssignorSettings(100, max_warmup_replicas=2, num_standby_replicas=1)
+    result = assign_tasks(clients, stateful(FOUR), config)
+    bound_for_c2 = {move.task for move in result.pending if move.target == "c2"}
+    assert len(bound_for_c2) == 2
+    assert not any(roles.learner for roles in result.clients.values())
+    assert result.warming_up("c2") == bound_for_c2
+    assert bound_for_c2 <= set(result.clients["c2"].standby)
+    assert result.warming_up("c1") == frozenset()
+    # Once c2 has caught up on them, they move at once and nothing is pending.
+    c2_caught_up = client("c2", standby=FOUR, lag=caught_up(FOUR))
+    after = assign_tasks([clients[0], c2_caught_up], stateful(FOUR), config)
+    assert set(after.clients["c2"].active) == bound_for_c2
+    assert not after.followup
+
+
+def test_a_caught_up_standby_takes_its_task_without_a_warm_up() -> None:
+    """KIP-441: a target that already holds a caught-up standby needs no warm-up."""
+    clients = [
+        client("c1", active=FOUR, lag=caught_up(FOUR)),
+        client("c2", standby=FOUR, lag=caught_up(FOUR)),
+    ]
+    config = AssignorSettings(100, max_warmup_replicas=2, num_standby_replicas=1)
+    result = assign_tasks(clients, stateful(FOUR), config)
+    assert len(result.clients["c2"].active) == 2
+    assert not result.followup
+
+
 def test_running_active_sentinel_counts_as_caught_up() -> None:
     t00 = TaskId(0, 0)
     clients = [

@@ -71,6 +71,21 @@ def test_a_new_worker_learns_while_the_owner_keeps_the_task() -> None:
     assert decode_assignment_info(old.user_data).partitions_by_host["old:9100"]  # type: ignore[attr-defined]
 
 
+def test_a_move_warming_up_in_a_standby_slot_is_told_as_a_warm_up() -> None:
+    ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
+    assignor = make(ends)
+    assignor.settings = AssignorSettings(acceptable_recovery_lag=0, num_standby_replicas=1)
+    subscriptions = {
+        "m-old": member("old", owned=(0, 1), sums={TaskId(0, 0): -2, TaskId(0, 1): -2}),
+        "m-new": member("new"),
+    }
+    told = decode_assignment_info(run(assignor, subscriptions)["m-new"].user_data)  # type: ignore[attr-defined]
+    assert told.learner == () and len(told.standby) == 2
+    assert len(told.warmup) == 1 and set(told.warmup) < set(told.standby)
+    old = decode_assignment_info(run(assignor, subscriptions)["m-old"].user_data)  # type: ignore[attr-defined]
+    assert old.warmup == ()
+
+
 def test_a_caught_up_learner_is_promoted() -> None:
     ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
     assignor = make(ends)
