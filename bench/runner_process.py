@@ -28,7 +28,7 @@ class Snapshot:
     t: float
     active: frozenset[str]
     running: frozenset[str]
-    learner: frozenset[str]
+    warmup: frozenset[str]
     records_in: int
     buffered: int
     stall: float
@@ -40,7 +40,7 @@ class Snapshot:
             line["t"],
             frozenset(line["active"]),
             frozenset(line["running"]),
-            frozenset(line["learner"]),
+            frozenset(line["warmup"]),
             line["in"],
             line["buffered"],
             line["stall"],
@@ -128,14 +128,14 @@ async def terminate(process: asyncio.subprocess.Process, grace_s: float = 30) ->
 
 def settled(workers: list[RunnerProcess], tasks: int, since: float) -> bool:
     """As reported after `since`: every task running on exactly one worker, the same number
-    on each, and no learners."""
+    on each, and no warm-ups (learners, or standbys a move warms up in)."""
     latest = [w.latest for w in workers]
     if any(s is None or s.t < since for s in latest):
         return False
     share = tasks // len(workers)
     running = [s.running for s in latest if s is not None]
     balanced = all(
-        len(s.running) == share and s.active == s.running and not s.learner
+        len(s.running) == share and s.active == s.running and not s.warmup
         for s in latest
         if s is not None
     )

@@ -16,8 +16,8 @@ build S changelog records of state per task from unclicked impressions (each wri
 store record and a pending non-match: two changelog records), fed at a bounded rate. Then a
 steady load of impression-click pairs starts (every pair joins: each task outputs every few
 tens of ms), and a few seconds later a third worker starts. From its start until all tasks run,
-as many on each worker, with no learner left ("stable"), it measures: that time; when the
-newcomer first had learners and first ran a task; how often an active task changed owner
+as many on each worker, with no warm-up left ("stable"), it measures: that time; when the
+newcomer first had warm-ups and first ran a task; how often an active task changed owner
 (moves); per task the longest gap between its outputs (its pause: median and max over all
 tasks, over the moved ones, max over those that stayed); the longest event-loop stall of any
 worker; and per moved task the changelog records its new owner restored as an active before
@@ -30,7 +30,8 @@ the workers' logs. About 6 minutes on 2 cores with the defaults, most of it buil
 --state-per-task 20000 takes about 3.
 
     python bench/scale_out.py [--state-per-task 100000] [--modes catch-up,probing,restore]
-                              [--load 300] [--max-warmup-replicas 4] [--keep-logs DIR]
+                              [--load 300] [--max-warmup-replicas 4] [--standby-replicas 1]
+                              [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         "1",
         "--max-warmup-replicas",
         str(args.max_warmup_replicas),
+        "--standby-replicas",
+        str(args.standby_replicas),
         *MODES[mode],
     ]
     workers = [
@@ -213,7 +216,7 @@ def measure(
         at_handoff,
         while_paused,
         steady_gap,
-        next((s.t - t0 for s in newcomer if s.learner), None),
+        next((s.t - t0 for s in newcomer if s.warmup), None),
         next((s.t - t0 for s in newcomer if s.running), None),
         max((s.stall for w in workers for s in w.history if t0 < s.t <= stable), default=0.0),
     )
@@ -240,10 +243,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     print(
         f"\n2 -> 3 workers, {args.partitions} tasks, ~{args.state_per_task:,} changelog records "
         f"of state per task, load {args.load} joined pairs/s, max_warmup_replicas "
-        f"{args.max_warmup_replicas}; seconds from the third worker's start"
+        f"{args.max_warmup_replicas}, standby replicas {args.standby_replicas}; seconds from "
+        "the third worker's start"
     )
     print(
-        f"{'mode':<10}{'stable':>7}{'moves':>6}{'learners':>9}{'hand-off':>9}"
+        f"{'mode':<10}{'stable':>7}{'moves':>6}{'warm-ups':>9}{'hand-off':>9}"
         f"{'pause all med/max':>19}{'moved med/max':>17}{'stayed max':>11}{'loop stall':>11}"
     )
     for r in results:
@@ -298,6 +302,9 @@ if __name__ == "__main__":
         "--build-rate", type=int, default=12_000, help="impressions/s fed to build the state"
     )
     parser.add_argument("--max-warmup-replicas", type=int, default=4)
+    parser.add_argument(
+        "--standby-replicas", type=int, default=0, help="with standbys, moves warm up in them"
+    )
     parser.add_argument("--stable-within", type=float, default=180.0)
     parser.add_argument("--keep-logs", help="copy the workers' logs into this directory")
     asyncio.run(main(parser.parse_args()))

@@ -1,7 +1,7 @@
 """One streamjoin worker on the benchmarks' ad join, in a process of its own, reporting what the
 benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable across processes):
 
-  {"event": "status", ...}    its tasks (active, running, learner, standby), record counts
+  {"event": "status", ...}    its tasks (active, running, warm-up, standby), record counts
                               and event-loop stall, on every change of roles and every
                               --report-every seconds;
   {"event": "restored", ...}  an active task finished restoring (records read, seconds);
@@ -55,7 +55,7 @@ def status(worker: Worker) -> dict[str, Any]:
     return {
         "active": sorted(str(t) for t in manager.active),
         "running": sorted(str(t) for t, a in manager.active.items() if a.task is not None),
-        "learner": sorted(str(t) for t in roles.learner),
+        "warmup": sorted(str(t) for t in roles.warmup),
         "standby": sorted(str(t) for t in roles.standby),
         "in": sum(manager.records_in.values()),
         "buffered": manager.buffered(),
@@ -146,6 +146,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
     p.add_argument("--probing-interval-s", type=float, default=600.0)
     p.add_argument("--max-warmup-replicas", type=int, default=2)
+    p.add_argument("--standby-replicas", type=int, default=0)
     p.add_argument("--no-followup-on-catch-up", action="store_true")
     p.add_argument("--commit-interval", type=float, help="seconds (default: the app's, 5)")
     p.add_argument("--report-every", type=float, default=0.5)
@@ -161,6 +162,7 @@ def options_from(args: argparse.Namespace) -> WorkerOptions:
         session_timeout_ms=6_000,
         heartbeat_interval_ms=500,
         followup_on_catch_up=not args.no_followup_on_catch_up,
+        num_standby_replicas=args.standby_replicas,
     )
 
 
