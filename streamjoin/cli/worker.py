@@ -44,6 +44,13 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             "record: it never moves stream time (default: the app's, 1 hour)."
         ),
     ] = None,
+    broker_unavailable_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds to keep reconnecting to a broker that does not answer before exiting "
+            "(default: the app's, 180)."
+        ),
+    ] = None,
     session_timeout: Annotated[
         float, typer.Option(help="Seconds without heartbeat before the group drops the worker.")
     ] = 10.0,
@@ -68,6 +75,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         metrics_port=metrics_port,
         on_error=on_error,
         max_future_ms=max_future_ms,
+        broker_unavailable_timeout_s=broker_unavailable_timeout,
         processing_guarantee=processing_guarantee,
         group_instance_id=instance_id,
         capacity=capacity,

@@ -34,6 +34,9 @@ class AppSettings:
     max_future_ms: int = DEFAULT_MAX_FUTURE_MS
     """A record stamped further ahead of the wall clock than this is a bad record: it would
     move stream time into the future and make every later record late."""
+    broker_unavailable_timeout_s: float = 180.0
+    """How long a worker keeps reconnecting to a broker that does not answer before it exits
+    (non-zero, one line): long enough for a broker restart, short enough to be noticed."""
     num_standby_replicas: int = 0
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2

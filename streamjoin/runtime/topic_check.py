@@ -11,7 +11,7 @@ from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.runtime.dead_letters import dead_letter_topic
 
-__all__ = ("check_topics",)
+__all__ = ("check_running_topics", "check_topics")
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,27 @@ def _join_partitions(app: App, counts: dict[str, int]) -> dict[str, int]:
     if problems:
         raise ConfigurationError("; ".join(problems))
     return partitions
+
+
+def check_running_topics(app: App, counts: dict[str, int], partitions: dict[str, int]) -> None:
+    """While the worker runs: every input still exists, with the partition count each join's
+    tasks were built for (`partitions`, from `check_topics`); raises ConfigurationError."""
+    try:
+        now = _join_partitions(app, counts)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"the broker no longer has the app's input topics (deleted, or a broker that came "
+            f"back without its data): {exc}"
+        ) from None
+    changed = [
+        f"join {name!r} was started with {count} partitions, its inputs now have {now[name]}"
+        for name, count in sorted(partitions.items())
+        if now.get(name, count) != count
+    ]
+    if changed:
+        raise ConfigurationError(
+            "; ".join(changed) + "; restart the workers so that their tasks match the partitions"
+        )
 
 
 async def check_topics(app: App, bootstrap: str) -> dict[str, int]:

@@ -14,13 +14,17 @@ over).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
@@ -31,6 +35,7 @@ from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.loop_monitor import LoopMonitor
@@ -38,7 +43,7 @@ from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
-from streamjoin.runtime.topic_check import check_topics
+from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
@@ -49,6 +54,7 @@ __all__ = ("Worker", "WorkerOptions")
 logger = logging.getLogger(__name__)
 
 _MAX_BUFFERED_PER_INPUT = 20_000
+_CLOSE_WITHOUT_BROKER_S = 3.0
 """Records of one input partition a task may hold before that partition is paused."""
 
 
@@ -62,6 +68,7 @@ class WorkerOptions:
     metrics_port: int | None = None
     on_error: str | None = None
     max_future_ms: int | None = None
+    broker_unavailable_timeout_s: float | None = None
     processing_guarantee: str = "at_least_once"
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 1_000
@@ -94,6 +101,8 @@ class Worker:
                     f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
                 )
             settings.max_future_ms = options.max_future_ms
+        if options.broker_unavailable_timeout_s is not None:
+            settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
         if options.num_standby_replicas is not None:
             settings.num_standby_replicas = options.num_standby_replicas
         if options.acceptable_recovery_lag is not None:
@@ -130,15 +139,28 @@ class Worker:
                 for store in store_specs(spec, self.app.settings.window_memory_bytes)
             },
         )
+        # Sends wait for a broker that is away (they expire after the request timeout) as long
+        # as the worker waits for it: the broker watch decides when to give up, not the client.
+        wait_ms = int(self.app.settings.broker_unavailable_timeout_s * 1000)
         producer = AIOKafkaProducer(
-            bootstrap_servers=self.bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024
+            bootstrap_servers=self.bootstrap,
+            acks="all",
+            linger_ms=5,
+            max_batch_size=256 * 1024,
+            request_timeout_ms=max(40_000, wait_ms),
         )
         await producer.start()
+        watch = BrokerWatch(
+            producer.client,
+            self.bootstrap,
+            give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
+            check_topics=lambda counts: check_running_topics(self.app, counts, partitions),
+        )
         try:
             with collector_tuned_for_throughput():
-                await self._run(producer, topology)
+                await self._run(producer, topology, watch)
         finally:
-            await producer.stop()
+            await _closed(producer.stop(), quickly=watch.lost_since is not None)
 
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
         settings = self.app.settings
@@ -157,7 +179,9 @@ class Worker:
             ),
         )
 
-    async def _run(self, producer: AIOKafkaProducer, topology: AppTopology) -> None:
+    async def _run(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
         state = StateManager(
             state_dir=self.state_dir,
             app_id=self.app.app_id,
@@ -216,17 +240,17 @@ class Worker:
             name="follow-up trigger",
         )
         try:
-            await self._loop()
+            await _until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
             await self._commit(None)
         finally:
             followups.cancel()
             monitor.cancel()
             logger.info("stopping: leaving the group")
-            await consumer.stop()
+            await _closed(consumer.stop(), quickly=watch.lost_since is not None)
             await manager.close()
             logger.info("stopping: closing the state stores")
-            await state.close()
+            await state.close(clean=watch.lost_since is None)
             if bars is not None:
                 bars.stop()
             if server is not None:
@@ -304,3 +328,31 @@ class Worker:
                 await self.consumer.commit(offsets)
             except CommitFailedError as exc:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+
+
+async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to its end, unless `watch` raises first: then `work` is cancelled and the
+    watch's error raised."""
+    working = asyncio.create_task(work, name="worker loop")
+    watching = asyncio.create_task(watch, name="broker watch")
+    try:
+        await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            working.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await working
+            watching.result()
+        await working
+    finally:
+        for task in (working, watching):
+            task.cancel()
+        await asyncio.gather(working, watching, return_exceptions=True)
+
+
+async def _closed(closing: Coroutine[Any, Any, None], *, quickly: bool) -> None:
+    """Close a client; without a broker, give it a few seconds (it would wait for answers)."""
+    if not quickly:
+        await closing
+        return
+    with contextlib.suppress(TimeoutError, KafkaError):
+        await asyncio.wait_for(closing, _CLOSE_WITHOUT_BROKER_S)

@@ -70,10 +70,11 @@ class StateManager:
     async def start(self) -> None:
         await self._reader.start()
 
-    async def close(self) -> None:
-        """Close every task cleanly (flush, checkpoint), then the changelog reader."""
+    async def close(self, *, clean: bool = True) -> None:
+        """Close every task (clean: flush and checkpoint first; not when the broker is gone,
+        since nothing could be confirmed), then the changelog reader."""
         for task in list(self._tasks.values()):
-            await task.close()
+            await task.close(clean=clean)
         self._tasks.clear()
         await self._reader.close()
 

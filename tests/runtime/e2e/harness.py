@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import learn_app
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streamjoin import App
@@ -19,20 +19,11 @@ from streamjoin.runtime.topology import TaskId
 from streamjoin.runtime.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, StateEvent
 
-APP_DIR = Path(__file__).resolve().parent
 PARTITIONS = 2
 STATE_RECORDS = 600  # impressions per partition before the second worker arrives
 
 
-def _load_make_app() -> Callable[..., App]:
-    spec = importlib.util.spec_from_file_location("learn_app", APP_DIR / "learn_app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make_app  # type: ignore[no-any-return]
-
-
-make_app = _load_make_app()
+make_app = learn_app.make_app
 
 
 class Running:

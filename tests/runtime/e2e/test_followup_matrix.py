@@ -14,12 +14,12 @@ a case gets ROUND_S per round, for the first join and two rounds per step, plus 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import math
 import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
 
 from streamjoin.broker import EmbeddedBroker
@@ -28,23 +28,11 @@ from streamjoin.runtime.topology import TaskId
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-APP_DIR = Path(__file__).resolve().parent
 PARTITIONS = 6
 RECORDS = 1_200
 MAX_WARMUPS = 2
 ROUND_S = 10.0  # a join round, about 4 s on the embedded broker, with room for a loaded machine
 RESTORE_S = 10.0
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, APP_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load("harness")
 
 
 def balanced(counts: list[int], capacities: list[int]) -> bool:

@@ -7,15 +7,14 @@ Workers run in this process (one event loop), so the tests can watch their roles
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+import harness
 import pytest
 from aiokafka import TopicPartition
 
@@ -29,15 +28,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 APP_DIR = Path(__file__).resolve().parent
 
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, APP_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load("harness")
 make_app, Running, until, send, joined, workers = (
     harness.make_app,
     harness.Running,

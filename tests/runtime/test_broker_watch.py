@@ -1,0 +1,132 @@
+"""The broker watch: one warning when the broker goes, one when it is back, client noise held
+back meanwhile, one error line when it stays away too long or comes back without the topics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaConnectionError
+
+from streamjoin import App, JoinWindows
+from streamjoin.errors import ConfigurationError
+from streamjoin.runtime.broker_watch import BrokerUnavailableError, BrokerWatch
+from streamjoin.runtime.topic_check import check_running_topics
+
+
+class Cluster:
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def topics(self, exclude_internal_topics: bool = True) -> set[str]:
+        return set(self.counts)
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return set(range(self.counts[topic]))
+
+
+class Client:
+    """Answers metadata with `counts`, or fails while `down`."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.hang = False
+        self.counts = {"a": 2}
+
+    async def fetch_all_metadata(self) -> Cluster:
+        if self.hang:
+            await asyncio.sleep(3600)
+        if self.down:
+            raise KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 1)]")
+        return Cluster(self.counts)
+
+
+def make(client: Client, clock: list[float], seen: list[dict[str, int]]) -> BrokerWatch:
+    return BrokerWatch(
+        client,
+        "127.0.0.1:1",
+        give_up_after_s=60,
+        check_topics=seen.append,
+        answer_within_s=0.05,
+        clock=lambda: clock[0],
+    )
+
+
+async def test_one_warning_when_lost_one_when_back_and_the_noise_between_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client, clock, seen = Client(), [0.0], []
+    watch = make(client, clock, seen)
+    await watch.look()
+    assert seen == [{"a": 2}] and watch.lost_since is None
+    client.down = True
+    with caplog.at_level(logging.INFO), watch.quiet.installed():
+        for t in range(1, 40):
+            clock[0] = float(t)
+            await watch.look()
+        noisy = logging.getLogger("aiokafka.client")
+        assert (
+            watch.quiet.filter(noisy.makeRecord("aiokafka.client", 40, "", 0, "x", (), None))
+            is False
+        )
+        client.down = False
+        clock[0] = 45.0
+        await watch.look()
+    mine = [r.getMessage() for r in caplog.records if r.name.endswith("broker_watch")]
+    assert len(mine) == 2
+    assert "does not answer" in mine[0] and "giving up after 60 s" in mine[0]
+    assert "answers again after 44 s (1 client log lines held back" in mine[1]
+    assert watch.lost_since is None and not watch.quiet.down
+
+
+async def test_gives_up_with_one_line_after_the_timeout() -> None:
+    client, clock, seen = Client(), [0.0], []
+    watch = make(client, clock, seen)
+    client.hang = True  # a stalled broker: connected, but no answer
+    await watch.look()
+    clock[0] = 61.0
+    with pytest.raises(BrokerUnavailableError) as raised:
+        await watch.look()
+    message = str(raised.value)
+    assert "has not answered for 61 s" in message and "no answer within" in message
+    assert "\n" not in message
+
+
+async def test_a_broker_back_without_the_topics_stops_the_worker() -> None:
+    app = App("watch")
+    left, right = app.topic("L"), app.topic("R")
+    app.join(left, right, window=JoinWindows(before=1, after=1), into="out", name="j")(
+        lambda a, b: a
+    )
+    client, clock = Client(), [0.0]
+    watch = BrokerWatch(
+        client,
+        "127.0.0.1:1",
+        give_up_after_s=60,
+        check_topics=lambda counts: check_running_topics(app, counts, {"j": 2}),
+        clock=lambda: clock[0],
+    )
+    client.counts = {"L": 2, "R": 2}
+    await watch.look()
+    client.counts = {"R": 2}
+    with pytest.raises(ConfigurationError, match=r"no longer has the app's input topics.*'L'"):
+        await watch.look()
+    client.counts = {"L": 4, "R": 4}
+    with pytest.raises(
+        ConfigurationError, match="started with 2 partitions, its inputs now have 4"
+    ):
+        await watch.look()
+
+
+def test_records_outside_the_client_libraries_pass_while_down() -> None:
+    watch = make(Client(), [0.0], [])
+    watch.quiet.down = True
+    ours = logging.getLogger("streamjoin.runtime.worker").makeRecord(
+        "streamjoin.runtime.worker", logging.WARNING, "", 0, "x", (), None
+    )
+    fatal: Any = logging.getLogger("aiokafka").makeRecord(
+        "aiokafka", logging.CRITICAL, "", 0, "x", (), None
+    )
+    assert watch.quiet.filter(ours) and watch.quiet.filter(fatal)
