@@ -139,9 +139,11 @@ class CooperativeConsumer:
             self._auto_commit_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._auto_commit_task
-        await self.member.close()
-        await self._consumer.stop()
-        await self._client.close()
+        try:
+            await self.member.close()
+        finally:  # even when leaving cannot finish (no broker) and the caller gives up on it
+            await self._consumer.stop()
+            await self._client.close()
 
     async def __aenter__(self) -> CooperativeConsumer:
         await self.start()

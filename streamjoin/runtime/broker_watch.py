@@ -3,8 +3,8 @@
 Busy and idle workers see a lost broker differently (a busy one's sends fail, an idle one's
 fetches just retry), so the worker watches it one way for both: a metadata request every few
 seconds through its producer's client. It says once that the broker is gone and once that it is
-back, holds back the client libraries' per-attempt complaints meanwhile (`OutageLogFilter`), and
-gives up with one line after `give_up_after_s`. The same answer shows whether the input topics
+back, holds back the client libraries' per-attempt complaints (`OutageLogFilter`), and gives
+up with one line after `give_up_after_s`. The same answer shows whether the input topics
 are still there with the partition counts the tasks were built for: a broker that came back
 empty, or a deleted topic, stops the worker as it would have refused to start.
 """
@@ -26,6 +26,7 @@ __all__ = ("BrokerUnavailableError", "BrokerWatch", "OutageLogFilter")
 
 logger = logging.getLogger(__name__)
 
+_REPEAT_AFTER_S = 60.0
 _QUIETED = ("aiokafka", "streamjoin.group", "streamjoin.state", "streamjoin.runtime.producer_sink")
 
 
@@ -34,18 +35,28 @@ class BrokerUnavailableError(StreamJoinError):
 
 
 class OutageLogFilter(logging.Filter):
-    """While the broker is down, drops the warnings and errors that Kafka clients and the group
-    member log on every retry (thousands a minute), counting them instead."""
+    """Kafka clients and the group member log a warning or an error on every retry (thousands a
+    minute without a broker): each such message is let through once a minute, and none while
+    the broker is known to be down; the rest are counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.down = False
         self.held_back = 0
+        self._clock = clock
+        self._last_seen: dict[tuple[str, object], float] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.down and record.levelno < logging.CRITICAL and record.name.startswith(_QUIETED):
+        if record.levelno < logging.WARNING or record.levelno >= logging.CRITICAL:
+            return True
+        if not record.name.startswith(_QUIETED):
+            return True
+        now, key = self._clock(), (record.name, record.msg)
+        last = self._last_seen.get(key)
+        if self.down or (last is not None and now - last < _REPEAT_AFTER_S):
             self.held_back += 1
             return False
+        self._last_seen[key] = now
         return True
 
     @contextmanager
@@ -88,10 +99,9 @@ class BrokerWatch:
     async def run(self) -> None:
         """Look every few seconds until the broker is gone for too long or its topics no longer
         fit: then raise (BrokerUnavailableError, ConfigurationError)."""
-        with self.quiet.installed():
-            while True:
-                await asyncio.sleep(self._interval)
-                await self.look()
+        while True:
+            await asyncio.sleep(self._interval)
+            await self.look()
 
     async def look(self) -> None:
         """One look: note the broker's state, and raise if the worker cannot go on."""

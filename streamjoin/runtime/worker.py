@@ -157,7 +157,7 @@ class Worker:
             check_topics=lambda counts: check_running_topics(self.app, counts, partitions),
         )
         try:
-            with collector_tuned_for_throughput():
+            with collector_tuned_for_throughput(), watch.quiet.installed():
                 await self._run(producer, topology, watch)
         finally:
             await _closed(producer.stop(), quickly=watch.lost_since is not None)
@@ -354,5 +354,13 @@ async def _closed(closing: Coroutine[Any, Any, None], *, quickly: bool) -> None:
     if not quickly:
         await closing
         return
-    with contextlib.suppress(TimeoutError, KafkaError):
+    try:
         await asyncio.wait_for(closing, _CLOSE_WITHOUT_BROKER_S)
+    except (TimeoutError, KafkaError):
+        pass
+    except asyncio.CancelledError:
+        # A client cancels its own pending requests on close and may let that escape; only a
+        # cancellation of this task itself goes on.
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise

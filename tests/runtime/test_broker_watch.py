@@ -12,7 +12,7 @@ from aiokafka.errors import KafkaConnectionError
 
 from streamjoin import App, JoinWindows
 from streamjoin.errors import ConfigurationError
-from streamjoin.runtime.broker_watch import BrokerUnavailableError, BrokerWatch
+from streamjoin.runtime.broker_watch import BrokerUnavailableError, BrokerWatch, OutageLogFilter
 from streamjoin.runtime.topic_check import check_running_topics
 
 
@@ -130,3 +130,20 @@ def test_records_outside_the_client_libraries_pass_while_down() -> None:
         "aiokafka", logging.CRITICAL, "", 0, "x", (), None
     )
     assert watch.quiet.filter(ours) and watch.quiet.filter(fatal)
+
+
+def test_a_client_message_repeated_while_the_broker_is_up_shows_once_a_minute() -> None:
+    clock = [0.0]
+    quiet = OutageLogFilter(clock=lambda: clock[0])
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.getLogger("aiokafka").makeRecord(
+            "aiokafka", logging.ERROR, "", 0, message, ("node 1",), None
+        )
+
+    shown = []
+    for second in range(0, 130, 2):
+        clock[0] = float(second)
+        shown.append(quiet.filter(record("Unable connect to node with id %s")))
+    assert shown.count(True) == 3  # at 0, 60 and 120 s
+    assert quiet.filter(record("Unable to update metadata from %s"))  # another message

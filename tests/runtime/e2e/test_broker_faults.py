@@ -1,0 +1,127 @@
+"""Fault drills with the broker: gone for good, stalled past the session timeout, and an input
+topic deleted while workers run. Each drill has a broker of its own (the embedded one), so that
+stopping it touches no other test."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import worker_processes as processes
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streamjoin.broker import EmbeddedBroker
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+GIVE_UP_S = 6
+
+
+@pytest.fixture
+def own_broker() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker() as running:
+        yield running
+
+
+def exits(workers: processes.Workers, name: str, within_s: float) -> int | None:
+    try:
+        return workers.processes[name].wait(within_s)
+    except processes.subprocess.TimeoutExpired:
+        return None
+
+
+async def test_a_broker_gone_for_good_stops_busy_and_idle_workers_in_one_line(
+    own_broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    bootstrap = own_broker.bootstrap
+    await processes.make_topics(bootstrap, unique)
+    busy = processes.Workers(bootstrap, unique, tmp_path)
+    idle = processes.Workers(bootstrap, f"{unique}-idle", tmp_path)
+    await processes.make_topics(bootstrap, f"{unique}-idle")
+    timeout = ("--broker-unavailable-timeout", str(GIVE_UP_S))
+    busy.start("busy", *timeout)
+    idle.start("idle", *timeout)
+    try:
+        producing = asyncio.create_task(
+            processes.produce(bootstrap, unique, range(100_000), pace_s=0.05)
+        )
+        await processes.read_joined(bootstrap, unique, want=200, within_s=60)
+        own_broker.stop()
+        lost_at = time.monotonic()
+        producing.cancel()
+        # Giving up takes the timeout, a look every 2 s (5 s to answer) and a bounded close.
+        codes = {name: exits(w, name, 45) for w, name in ((busy, "busy"), (idle, "idle"))}
+        took = time.monotonic() - lost_at
+    finally:
+        busy.stop_all()
+        idle.stop_all()
+    assert codes == {"busy": 2, "idle": 2}, busy.logs()
+    for name in ("busy", "idle"):
+        lines = (tmp_path / f"{name}.log").read_text(errors="replace").splitlines()
+        assert "has not answered for" in lines[-1] and "--broker-unavailable-timeout" in lines[-1]
+        assert lines[-1].startswith("error: broker at")
+        outage = lines[next(i for i, line in enumerate(lines) if "does not answer" in line) :]
+        print(f"{name}: exited {took:.0f} s after the broker stopped, {len(outage)} log lines")
+        assert len(outage) < 40, "\n".join(outage[:60])
+        assert "Traceback" not in "\n".join(outage)
+
+
+async def test_a_broker_stalled_past_the_session_timeout_loses_nothing(
+    own_broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    bootstrap = own_broker.bootstrap
+    await processes.make_topics(bootstrap, unique)
+    workers = processes.Workers(bootstrap, unique, tmp_path)
+    workers.start("w1")
+    workers.start("w2")
+    pid = own_broker.pid
+    assert pid is not None
+    try:
+        producing = asyncio.create_task(
+            processes.produce(bootstrap, unique, range(3_000), pace_s=0.05)
+        )
+        await processes.read_joined(bootstrap, unique, want=100, within_s=60)
+        os.kill(pid, signal.SIGSTOP)
+        await asyncio.sleep(10)  # the session timeout is 6 s
+        os.kill(pid, signal.SIGCONT)
+        await producing
+        seen = await processes.read_joined(bootstrap, unique, want=3_000, within_s=120)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        codes = workers.stop_all()
+    missing = sorted(set(range(3_000)) - seen.keys())
+    duplicates = sum(n - 1 for n in seen.values())
+    print(f"broker stalled 10 s: {len(missing)} missing, {duplicates} duplicates")
+    assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
+    assert codes == {"w1": 0, "w2": 0}, workers.logs()
+
+
+async def test_an_input_topic_deleted_while_running_stops_the_worker(
+    own_broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    bootstrap = own_broker.bootstrap
+    await processes.make_topics(bootstrap, unique)
+    workers = processes.Workers(bootstrap, unique, tmp_path)
+    workers.start("w1")
+    try:
+        await processes.produce(bootstrap, unique, range(200), pace_s=0)
+        await processes.read_joined(bootstrap, unique, want=200, within_s=60)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.delete_topics([f"clicks-{unique}"])
+        finally:
+            await admin.close()
+        code = exits(workers, "w1", 30)
+    finally:
+        workers.stop_all()
+    last = (tmp_path / "w1.log").read_text(errors="replace").splitlines()[-1]
+    assert code == 2, workers.logs()
+    # The embedded broker may re-create the topic (with its default partition count) when a
+    # client asks for it: either way the worker's tasks no longer fit its inputs.
+    assert "no longer has the app's input topics" in last or "restart the workers" in last, last
