@@ -25,6 +25,7 @@ MANIFEST = HERE / "streamjoin" / "_compiled.json"
 COMPILED = [
     "streamjoin/dsl/serdes.py",
     "streamjoin/kafka/partitioning.py",
+    "streamjoin/runtime/admission.py",
     "streamjoin/runtime/joins/counters.py",
     "streamjoin/runtime/joins/pending.py",
     "streamjoin/runtime/joins/records.py",

@@ -13,7 +13,7 @@ from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec
 from streamjoin.dsl.topics import Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
-from streamjoin.runtime.timestamps import DEFAULT_MAX_FUTURE_MS
+from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.state.specs import DEFAULT_RECENT_BYTES
 
 __all__ = ("App", "AppSettings")
@@ -34,6 +34,10 @@ class AppSettings:
     max_future_ms: int = DEFAULT_MAX_FUTURE_MS
     """A record stamped further ahead of the wall clock than this is a bad record: it would
     move stream time into the future and make every later record late."""
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    """An input record (key and value) or a joined value larger than this is a bad record: the
+    broker would refuse it in a changelog or an output. Raise it together with the topics'
+    `max.message.bytes`."""
     broker_unavailable_timeout_s: float = 180.0
     """How long a worker keeps reconnecting to a broker that does not answer before it exits
     (non-zero, one line): long enough for a broker restart, short enough to be noticed."""

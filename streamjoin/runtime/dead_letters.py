@@ -34,9 +34,16 @@ def dead_letter_topic(app_id: str) -> str:
 
 
 def dead_letter(
-    app_id: str, bad: BadRecordError, key: bytes | None, value: bytes | None, timestamp: int
+    app_id: str,
+    bad: BadRecordError,
+    key: bytes | None,
+    value: bytes | None,
+    timestamp: int,
+    *,
+    omitted_bytes: int | None = None,
 ) -> OutgoingRecord:
-    """The bad record unchanged, with headers naming the error and its source."""
+    """The bad record unchanged, with headers naming the error and its source; a record too
+    large for the broker comes without its value (`omitted_bytes` says how large it was)."""
     headers = [
         ("streamjoin.error.class", type(bad.error).__name__.encode()),
         ("streamjoin.error.message", str(bad.error).encode()),
@@ -45,4 +52,6 @@ def dead_letter(
         ("streamjoin.source.partition", str(bad.partition).encode()),
         ("streamjoin.source.offset", str(bad.offset).encode()),
     ]
+    if omitted_bytes is not None:
+        headers.append(("streamjoin.omitted.bytes", str(omitted_bytes).encode()))
     return OutgoingRecord(dead_letter_topic(app_id), key, value, timestamp, headers)

@@ -7,6 +7,7 @@ Every output record names the input records it came from in its headers (`stream
 from __future__ import annotations
 
 from streamjoin.dsl.spec import JoinSpec
+from streamjoin.runtime.admission import RecordTooLargeError
 from streamjoin.runtime.joins.records import JoinOutput
 from streamjoin.runtime.sink import OutgoingRecord, RecordSink
 
@@ -25,8 +26,11 @@ def parse_source(header: bytes) -> tuple[str, int, int]:
 class OutputWriter:
     """Writes one task's join results to the join's output topic."""
 
-    def __init__(self, spec: JoinSpec, partition: int, sink: RecordSink) -> None:
+    def __init__(
+        self, spec: JoinSpec, partition: int, sink: RecordSink, max_record_bytes: int
+    ) -> None:
         self._joiner = spec.joiner
+        self._max_bytes = max_record_bytes
         self._serialize = spec.into.value_serde.serialize
         self._topic = spec.into.name
         self._partition = partition
@@ -37,13 +41,18 @@ class OutputWriter:
         self.written = 0
 
     def write(self, result: JoinOutput) -> None:
-        """Run the joiner (which may raise: the caller decides what a failure means); a joiner
-        returning None emits nothing."""
+        """Run the joiner (which may raise: the caller decides what a failure means, as for a
+        value too large to write); a joiner returning None emits nothing."""
         left, right = result.left, result.right
         value = self._joiner(left.value if left else None, right.value if right else None)
         if value is None:
             return
         payload = self._serialize(value)
+        if len(payload) > self._max_bytes:
+            raise RecordTooLargeError(
+                f"the joined value takes {len(payload)} bytes, more than max_record_bytes="
+                f"{self._max_bytes}: the broker would refuse it"
+            )
         headers = []
         if left is not None:
             headers.append((LEFT_SOURCE_HEADER, b"%s%d" % (self._left_source, left.offset)))

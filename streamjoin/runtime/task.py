@@ -12,12 +12,19 @@ from typing import Any, Literal
 
 from streamjoin.dsl.serdes import BytesSerde, Serde, SerdeError
 from streamjoin.dsl.spec import JoinSpec
+from streamjoin.runtime.admission import (
+    DEFAULT_MAX_FUTURE_MS,
+    DEFAULT_MAX_RECORD_BYTES,
+    Admission,
+    RecordTooLargeError,
+    record_size,
+    wall_clock_ms,
+)
 from streamjoin.runtime.dead_letters import BadRecordError, dead_letter
 from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceRecord
 from streamjoin.runtime.ordering import TimestampOrderedInputs
 from streamjoin.runtime.output import OutputWriter
 from streamjoin.runtime.sink import RecordSink
-from streamjoin.runtime.timestamps import DEFAULT_MAX_FUTURE_MS, timestamp_problem, wall_clock_ms
 from streamjoin.runtime.topology import JoinProcessor, TaskId
 
 __all__ = ("JoinTask",)
@@ -46,6 +53,7 @@ class JoinTask:
         on_error: Literal["dlq", "fail"] = "dlq",
         max_idle_ms: int = 0,
         max_future_ms: int = DEFAULT_MAX_FUTURE_MS,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self.app_id = app_id
         self.spec = spec
@@ -54,8 +62,10 @@ class JoinTask:
         self.dead_letters = 0
         self._sink = sink
         self._on_error = on_error
-        self._max_future_ms = max_future_ms
-        self._output = OutputWriter(spec, task_id.partition, sink)
+        self._admission = Admission(
+            spec, max_future_ms=max_future_ms, max_record_bytes=max_record_bytes
+        )
+        self._output = OutputWriter(spec, task_id.partition, sink, max_record_bytes)
         self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(2, max_idle_ms)
         self._key_checks: tuple[Serde | None, Serde | None] = (
             _checking(spec.left.key_serde),
@@ -79,27 +89,27 @@ class JoinTask:
         raise ValueError(f"task {self.task_id} does not read topic {topic!r}")
 
     def add(self, side: Side, records: Iterable[Any]) -> None:
-        """Buffer fetched records; those with a timestamp that must not move stream time are
+        """Buffer fetched records; those that may not enter the task (see `admission`) are
         refused here, before they can take a place in the timestamp order."""
         batch = records if isinstance(records, list) else list(records)
         now_ms = wall_clock_ms()
-        latest = now_ms + self._max_future_ms
+        problem = self._admission.problem
         for record in batch:
-            t = record.timestamp
-            if t < 0 or t > latest:
-                batch = self._refuse_bad_timestamps(side, batch, now_ms)
+            if problem(side, record, now_ms) is not None:
+                batch = self._refuse(side, batch, now_ms)
                 break
         self._inputs.add(side, batch)
 
-    def _refuse_bad_timestamps(self, side: Side, batch: list[Any], now_ms: int) -> list[Any]:
-        latest = now_ms + self._max_future_ms
+    def _refuse(self, side: Side, batch: list[Any], now_ms: int) -> list[Any]:
+        """The admitted records of `batch`; the others are dead letters, stamped with the time
+        of refusal (a broker may refuse their own timestamp too)."""
         good: list[Any] = []
         for record in batch:
-            t = record.timestamp
-            if 0 <= t <= latest:
+            problem = self._admission.problem(side, record, now_ms)
+            if problem is None:
                 good.append(record)
                 continue
-            self._reject(side, record, timestamp_problem(t, now_ms, self._max_future_ms), now_ms)
+            self._reject(side, record, problem, now_ms)
             if not good and not self._inputs.buffered_for(side):
                 self._positions[side] = record.offset + 1  # everything before it is processed
             else:
@@ -168,9 +178,8 @@ class JoinTask:
     def _reject(
         self, side: Side, record: Any, error: BaseException, timestamp: int | None = None
     ) -> None:
-        """Dead-letter `record`, stamped with its own timestamp unless `timestamp` is given
-        (a refused timestamp: brokers may refuse it too, so the dead letter gets the time of
-        refusal; the error message keeps the original)."""
+        """Dead-letter `record`, stamped with its own timestamp unless `timestamp` is given;
+        a record too large for the broker goes without its value."""
         bad = (
             error
             if isinstance(error, BadRecordError)
@@ -179,7 +188,11 @@ class JoinTask:
             )
         )
         at = record.timestamp if timestamp is None else timestamp
-        self._dead_letter(bad, record.key, record.value, at)
+        too_large = isinstance(error, RecordTooLargeError)
+        value = None if too_large else record.value
+        self._dead_letter(
+            bad, record.key, value, at, omitted_bytes=record_size(record) if too_large else None
+        )
 
     def _reject_result(self, result: JoinOutput, error: BaseException) -> None:
         """The joiner (or the output serde) failed on a result: the dead letter carries its
@@ -192,10 +205,18 @@ class JoinTask:
         self._dead_letter(bad, result.key, joined.raw, result.timestamp)
 
     def _dead_letter(
-        self, bad: BadRecordError, key: bytes | None, value: bytes | None, timestamp: int
+        self,
+        bad: BadRecordError,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        *,
+        omitted_bytes: int | None = None,
     ) -> None:
         if self._on_error == "fail":
             raise bad from bad.error
         logger.warning("%s; sent to the dead-letter topic", bad)
         self.dead_letters += 1
-        self._sink.send(dead_letter(self.app_id, bad, key, value, timestamp))
+        self._sink.send(
+            dead_letter(self.app_id, bad, key, value, timestamp, omitted_bytes=omitted_bytes)
+        )

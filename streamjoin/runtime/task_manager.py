@@ -284,6 +284,7 @@ class TaskManager(RebalanceListener):
                 on_error=settings.on_error,
                 max_idle_ms=settings.max_task_idle_ms,
                 max_future_ms=settings.max_future_ms,
+                max_record_bytes=settings.max_record_bytes,
             )
             for side, records in self._waiting.pop(task_id, ()):
                 active.task.add(side, records)

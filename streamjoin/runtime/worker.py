@@ -148,6 +148,7 @@ class Worker:
             linger_ms=5,
             max_batch_size=256 * 1024,
             request_timeout_ms=max(40_000, wait_ms),
+            max_request_size=max(1_048_576, self.app.settings.max_record_bytes + 65_536),
         )
         await producer.start()
         watch = BrokerWatch(

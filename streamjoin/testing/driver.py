@@ -152,6 +152,7 @@ class TestDriver:
                 self._sink,
                 on_error=self.app.settings.on_error,
                 max_future_ms=self.app.settings.max_future_ms,
+                max_record_bytes=self.app.settings.max_record_bytes,
             )
             self._tasks[task_id] = task
         return task

@@ -1,4 +1,5 @@
-"""Records whose timestamp cannot be an event time are refused before they move stream time."""
+"""Records that may not enter a task (bad timestamps, no key where it cannot join, too large)
+are dead letters refused before they take a place in the timestamp order."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 import pytest
 
 from streamjoin import App, JoinWindows
+from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS
 from streamjoin.runtime.dead_letters import BadRecordError
 from streamjoin.runtime.joins.records import JoinOutput, Side, SourceRecord
 from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
-from streamjoin.runtime.timestamps import DEFAULT_MAX_FUTURE_MS
 from streamjoin.runtime.topology import TaskId
 from streamjoin.testing import TestDriver
 
@@ -141,3 +142,46 @@ def test_a_refused_record_with_nothing_ahead_of_it_is_processed_at_once() -> Non
 
 def test_default_bound_is_an_hour() -> None:
     assert App("x").settings.max_future_ms == DEFAULT_MAX_FUTURE_MS == 3_600_000
+
+
+def test_a_keyless_record_that_cannot_join_is_a_dead_letter_but_a_left_one_is_emitted() -> None:
+    _, driver = make()
+    with driver:
+        driver.pipe("clicks", "c", key=None, timestamp=1_000)
+        driver.pipe("impressions", "i", key=None, timestamp=1_000)
+        [dead] = driver.dead_letters()
+        assert dict(dead.headers)["streamjoin.source.topic"] == b"clicks"
+        assert b"has no key" in dict(dead.headers)["streamjoin.error.message"]
+        assert [r.value for r in driver.read_output("attributed")] == [
+            {"impression": "i", "clicked": False}
+        ]
+
+
+def test_a_record_too_large_for_the_broker_is_a_dead_letter_without_its_value() -> None:
+    _, driver = make(max_record_bytes=1_000)
+    with driver:
+        driver.pipe("impressions", "x" * 2_000, key="a", timestamp=1_000)
+        driver.pipe("impressions", "fits", key="b", timestamp=1_001)
+        [dead] = driver.dead_letters()
+        meta = dict(dead.headers)
+        assert dead.value is None and meta["streamjoin.omitted.bytes"] == b"2003"
+        assert b"more than max_record_bytes=1000" in meta["streamjoin.error.message"]
+        driver.advance_stream_time(10_000)
+        assert [r.value["impression"] for r in driver.read_output("attributed")] == ["fits"]
+
+
+def test_a_joined_value_too_large_for_the_broker_is_a_dead_letter() -> None:
+    app = App("big", max_record_bytes=1_000)
+    left, right = app.topic("L"), app.topic("R")
+
+    @app.join(left, right, window=JoinWindows(before=10, after=10), into="out", name="j")
+    def blow_up(left_value: Any, right_value: Any) -> Any:
+        return left_value * 600
+
+    with TestDriver(app) as driver:
+        driver.pipe("L", "ab", key="k", timestamp=100)
+        driver.pipe("R", "r", key="k", timestamp=100)
+        [dead] = driver.dead_letters()
+        assert dict(dead.headers)["streamjoin.error.class"] == b"RecordTooLargeError"
+        assert dead.value == b'"ab"'
+        assert driver.read_output("out") == []
