@@ -8,12 +8,12 @@ COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamj
 
 .PHONY: demo test lint format bench clean
 
-$(STAMP): pyproject.toml setup.py $(COMPILED)
+$(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "streamjoin needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $@
 
 demo: $(STAMP)

@@ -7,11 +7,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from streamjoin.cli import fail
-from streamjoin.cli.spark_support import ConfOption, MasterOption, parse_conf, require_spark
-from streamjoin.errors import StreamJoinError
+from streamjoin.cli.spark_support import (
+    ConfOption,
+    MasterOption,
+    parse_conf,
+    reported,
+    require_spark,
+)
 
 __all__ = ("register",)
 
@@ -32,11 +35,11 @@ def archive(  # noqa: PLR0917 - one parameter per command-line option
     from streamjoin.spark import session  # noqa: PLC0415
 
     console = Console(highlight=False)
-    try:
-        with session.spark_session(master, parse_conf(conf), "streamjoin-archive") as spark:
-            written = spark_archive.archive_topic(spark, bootstrap, topic, to, append=append)
-    except StreamJoinError as exc:
-        fail(escape(str(exc)))
+    with (
+        reported(f"archive of topic {topic!r}"),
+        session.spark_session(master, parse_conf(conf), "streamjoin-archive") as spark,
+    ):
+        written = spark_archive.archive_topic(spark, bootstrap, topic, to, append=append)
     offsets = sum(r.size for r in written)
     console.print(f"archived {offsets} offsets of {topic!r} from {len(written)} partitions to {to}")
 

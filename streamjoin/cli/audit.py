@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Column, Table
 
-from streamjoin.cli import fail
 from streamjoin.cli.spark_support import (
     ArchiveOption,
     BootstrapOption,
@@ -19,12 +17,12 @@ from streamjoin.cli.spark_support import (
     FromOption,
     MasterOption,
     ToOption,
+    load_join,
     parse_archives,
     parse_conf,
+    reported,
     require_spark,
 )
-from streamjoin.dsl.loading import load_app
-from streamjoin.errors import StreamJoinError
 
 if TYPE_CHECKING:
     from streamjoin.spark.audit import AuditReport
@@ -77,9 +75,8 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
     from streamjoin.spark import inputs, pipeline, session  # noqa: PLC0415
 
     console = Console(highlight=False)
-    try:
-        loaded = load_app(app, app_dir)
-        spec = loaded.get_join(join)
+    loaded, spec = load_join(app, app_dir, join)
+    with reported(f"audit of join {join!r}"):
         sources = inputs.Sources(bootstrap or loaded.settings.broker, parse_archives(archive))
         time_range = inputs.TimeRange(
             None if from_ is None else inputs.parse_instant(from_),
@@ -91,8 +88,6 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
             report = diff.audit(
                 spark, spec, group_id, sources, time_range, options=options, examples=examples
             )
-    except StreamJoinError as exc:
-        fail(escape(str(exc)))
     _render(report, console)
     if report.failed:
         raise typer.Exit(1)

@@ -9,9 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from streamjoin.cli import fail
 from streamjoin.cli.spark_support import (
     ArchiveOption,
     BootstrapOption,
@@ -19,12 +17,12 @@ from streamjoin.cli.spark_support import (
     FromOption,
     MasterOption,
     ToOption,
+    load_join,
     parse_archives,
     parse_conf,
+    reported,
     require_spark,
 )
-from streamjoin.dsl.loading import load_app
-from streamjoin.errors import StreamJoinError
 
 __all__ = ("register",)
 
@@ -65,9 +63,8 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
 
     console = Console(highlight=False)
     started = time.monotonic()
-    try:
-        loaded = load_app(app, app_dir)
-        spec = loaded.get_join(join)
+    loaded, spec = load_join(app, app_dir, join)
+    with reported(f"backfill of join {join!r}"):
         broker = bootstrap or loaded.settings.broker
         sources = inputs.Sources(
             broker,
@@ -89,8 +86,6 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
             count = cached.records.count()
             job.write_output(cached, target, spec)
             cached.records.unpersist()
-    except StreamJoinError as exc:
-        fail(escape(str(exc)))
     where = output if output is not None else f"topic {output_topic!r}"
     console.print(
         f"join {join!r}: {count} records to {where} in {time.monotonic() - started:.1f} s"

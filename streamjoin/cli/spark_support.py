@@ -1,18 +1,25 @@
 """What the Spark commands (backfill, audit, archive) share: the check that Spark can run here,
-and the options every one of them takes.
+the options every one of them takes, and failures as one line instead of a traceback.
 
 Nothing here imports PySpark: without it the commands say how to install it and exit 2.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from streamjoin.cli import fail
-from streamjoin.errors import ConfigurationError
+from streamjoin.dsl.app import App
+from streamjoin.dsl.loading import load_app
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.spark.availability import java_missing, pyspark_missing
 
 __all__ = (
@@ -22,10 +29,18 @@ __all__ = (
     "FromOption",
     "MasterOption",
     "ToOption",
+    "load_join",
     "parse_archives",
     "parse_conf",
+    "reported",
     "require_spark",
 )
+
+QUIET_SPARK: dict[str, str] = {"spark.log.level": "OFF"}
+"""Spark's own log stays off for the commands (it would print a task's failure with its stack
+traces, which the commands report as one line); `--conf spark.log.level=WARN` shows it."""
+
+_SPARK_LOG_HINT = "Spark's log: --conf spark.log.level=WARN"
 
 MasterOption = Annotated[
     str,
@@ -61,6 +76,37 @@ def require_spark() -> None:
     reason = pyspark_missing() or java_missing()
     if reason is not None:
         fail(escape(reason))
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per connection otherwise
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for `exc`: from a failure that carries a Python traceback (a Python worker's,
+    inside Spark's message), the exception line that ends it; else the message's first line."""
+    lines = str(exc).splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    if starts:
+        after = lines[starts[-1] + 1 :]
+        raised = next((line for line in after if line.strip() and not line[0].isspace()), "")
+        if raised:
+            return raised.strip()
+    first = next((line.strip() for line in lines if line.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+@contextmanager
+def reported(what: str, hint: str = _SPARK_LOG_HINT) -> Iterator[None]:
+    """Any failure in the block as one line saying `what` failed, why, and `hint` (what to do),
+    never a traceback: bad input exits 2, a failure 1, an interrupt 130."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except StreamJoinError as exc:
+        fail(escape(str(exc)))
+    except KeyboardInterrupt:
+        fail(escape(f"{what}: interrupted"), 130)
+    except Exception as exc:  # noqa: BLE001 - every failure, as one line
+        fail(escape(f"{what} failed: {_reason(exc)} ({hint})"), 1)
 
 
 def _pairs(values: list[str] | None, what: str, example: str) -> dict[str, str]:
@@ -74,8 +120,19 @@ def _pairs(values: list[str] | None, what: str, example: str) -> dict[str, str]:
 
 
 def parse_conf(values: list[str] | None) -> dict[str, str]:
-    return _pairs(values, "--conf", "KEY=VALUE, e.g. spark.driver.memory=4g")
+    """The Spark settings of `--conf`, over the commands' own (QUIET_SPARK)."""
+    return {**QUIET_SPARK, **_pairs(values, "--conf", "KEY=VALUE, e.g. spark.driver.memory=4g")}
 
 
 def parse_archives(values: list[str] | None) -> dict[str, str]:
     return _pairs(values, "--archive", "TOPIC=PATH, e.g. clicks=/data/archive/clicks")
+
+
+def load_join(reference: str, app_dir: Path, join: str) -> tuple[App, JoinSpec]:
+    """The app of `reference` and its join `join`; an app module that fails to import is one
+    line too."""
+    where = f"the error is in the app's module or what it imports, from {app_dir.resolve()}"
+    with reported(f"importing app {reference!r}", where):
+        loaded = load_app(reference, app_dir)
+        spec = loaded.get_join(join)
+    return loaded, spec

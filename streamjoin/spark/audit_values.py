@@ -16,6 +16,7 @@ from pyspark.sql import functions as sf
 
 from streamjoin.dsl.serdes import Serde, SerdeError
 from streamjoin.dsl.spec import JoinSpec
+from streamjoin.spark.shipping import ship
 
 __all__ = ("same_values",)
 
@@ -49,5 +50,10 @@ class _CompareDecoded:
 def same_values(spec: JoinSpec, diff: DataFrame) -> DataFrame:
     """`diff` with every "compare_value" status settled as "ok" or "wrong_value"."""
     undecided = sf.col("status") == "compare_value"
-    settled = diff.where(undecided).mapInArrow(_CompareDecoded(spec.into.value_serde), diff.schema)
+    compare = ship(
+        _CompareDecoded(spec.into.value_serde),
+        f"the serde of topic {spec.into.name!r}",
+        [spec.into.value_type],
+    )
+    settled = diff.where(undecided).mapInArrow(compare, diff.schema)
     return diff.where(~undecided).unionByName(settled)

@@ -1,33 +1,24 @@
 """A joiner function on Spark: the same Python code as in the streaming worker, run per row in
 Python workers through `mapInArrow` (about 50k rows/s per core; a field mapping is faster).
 
-The function travels to the workers by pickle. Code that is not part of an installed
-distribution (the user's app module, its value types) is pickled by value, so the workers need
-not be able to import it; installed packages are imported there as usual.
+The function, the serdes and the value types travel to the workers as `shipping` pickles them
+(the user's modules by value).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import logging
-import sys
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import cloudpickle
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from streamjoin.dsl.serdes import Serde
 from streamjoin.dsl.spec import Joiner, JoinSpec
+from streamjoin.spark.shipping import ship
 
 __all__ = ("apply_python_joiner",)
-
-logger = logging.getLogger(__name__)
-
-_OWN = __name__.partition(".")[0]
 
 
 class _RunJoiner:
@@ -67,27 +58,8 @@ class _RunJoiner:
             yield with_value.filter(pc.is_valid(column))
 
 
-def _installed_top_levels() -> set[str]:
-    return set(importlib.metadata.packages_distributions())
-
-
-def _ship_by_value(objects: list[Any]) -> None:
-    installed = _installed_top_levels()
-    for obj in objects:
-        module_name = getattr(obj, "__module__", None)
-        module = sys.modules.get(module_name or "")
-        if module is None or module_name == "__main__":
-            continue
-        top = module.__name__.partition(".")[0]
-        if top in installed or top in sys.stdlib_module_names or top in ("builtins", _OWN):
-            continue
-        logger.debug("shipping module %s to Spark workers by value", module.__name__)
-        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
-
-
 def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: bool) -> DataFrame:
     """`joined` (JOINED_COLUMNS) with the joiner's output bytes in `value`."""
-    _ship_by_value([spec.joiner, spec.left.value_type, spec.right.value_type, spec.into.value_type])
     run = _RunJoiner(
         spec.left.value_serde,
         spec.right.value_serde,
@@ -96,4 +68,6 @@ def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: boo
         skip_failures,
     )
     schema = StructType([*joined.schema.fields, StructField("value", BinaryType())])
-    return joined.mapInArrow(run, schema)
+    uses = [spec.joiner, spec.left.value_type, spec.right.value_type, spec.into.value_type]
+    shipped = ship(run, f"the joiner of join {spec.name!r}", uses)
+    return joined.mapInArrow(shipped, schema)

@@ -50,7 +50,7 @@ def build_session(
     """Start (or join) the process's SparkSession: local defaults first, then `conf`."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
+    settings: dict[str, str] = {"spark.sql.session.timeZone": "UTC", "spark.log.level": "WARN"}
     if _is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         scratch = tempfile.mkdtemp(prefix="streamjoin-spark-")
@@ -60,9 +60,7 @@ def build_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
-    return session
+    return builder.getOrCreate()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from streamjoin.cli import app
 from streamjoin.spark.records import RECORD_SCHEMA
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]
 
 runner = CliRunner()
 
