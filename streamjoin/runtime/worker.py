@@ -112,7 +112,8 @@ class Worker:
 
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
-        partitions = await check_topics(self.app, self.bootstrap)
+        compiled = await check_topics(self.app, self.bootstrap)
+        partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
         await ensure_changelogs(
             self.bootstrap,
@@ -167,7 +168,7 @@ class Worker:
         roles = self._roles(topology, state)
         manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
         consumer = CooperativeConsumer(
-            *sorted({t for spec in self.app.joins for t in spec.input_topics}),
+            *topology.input_topics(),
             bootstrap_servers=self.bootstrap,
             group_id=self.app.app_id,
             assignors=(roles.assignor,),
