@@ -22,6 +22,7 @@ from streamjoin.cli.spark_support import (
     parse_archives,
     parse_conf,
     require_spark,
+    runnable_join,
 )
 from streamjoin.dsl.loading import load_app
 from streamjoin.errors import StreamJoinError
@@ -79,7 +80,7 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
     console = Console(highlight=False)
     try:
         loaded = load_app(app, app_dir)
-        spec = loaded.get_join(join)
+        spec = runnable_join(loaded, join)
         sources = inputs.Sources(bootstrap or loaded.settings.broker, parse_archives(archive))
         time_range = inputs.TimeRange(
             None if from_ is None else inputs.parse_instant(from_),

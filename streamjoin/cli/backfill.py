@@ -22,6 +22,7 @@ from streamjoin.cli.spark_support import (
     parse_archives,
     parse_conf,
     require_spark,
+    runnable_join,
 )
 from streamjoin.dsl.loading import load_app
 from streamjoin.errors import StreamJoinError
@@ -67,7 +68,7 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
     started = time.monotonic()
     try:
         loaded = load_app(app, app_dir)
-        spec = loaded.get_join(join)
+        spec = runnable_join(loaded, join)
         broker = bootstrap or loaded.settings.broker
         sources = inputs.Sources(
             broker,

@@ -12,6 +12,8 @@ import typer
 from rich.markup import escape
 
 from streamjoin.cli import fail
+from streamjoin.dsl.app import App
+from streamjoin.dsl.spec import JoinSpec
 from streamjoin.errors import ConfigurationError
 from streamjoin.spark.availability import java_missing, pyspark_missing
 
@@ -25,6 +27,7 @@ __all__ = (
     "parse_archives",
     "parse_conf",
     "require_spark",
+    "runnable_join",
 )
 
 MasterOption = Annotated[
@@ -79,3 +82,24 @@ def parse_conf(values: list[str] | None) -> dict[str, str]:
 
 def parse_archives(values: list[str] | None) -> dict[str, str]:
     return _pairs(values, "--archive", "TOPIC=PATH, e.g. clicks=/data/archive/clicks")
+
+
+def runnable_join(app: App, name: str) -> JoinSpec:
+    """The join `name`, if Spark can run it: not yet one that reads through key_by, filter or
+    map_values (a join reading another join's output is fine: Spark reads that topic)."""
+    spec = app.get_join(name)
+    rekeyed = {r.topic.name: r for r in app.repartitions}
+    for side, topic, steps in (
+        ("left", spec.left, spec.left_steps),
+        ("right", spec.right, spec.right_steps),
+    ):
+        repartition = rekeyed.get(topic.name)
+        before = (*repartition.steps, repartition.key_by) if repartition else ()
+        through = [step.describe() for step in (*before, *steps)]
+        if through:
+            raise ConfigurationError(
+                f"join {name!r}: its {side} input goes through {', '.join(through)}, which "
+                "Spark backfill/audit cannot run yet (no Spark shuffle for key_by, no "
+                "filter/map_values); run this join with the worker"
+            )
+    return spec
