@@ -36,6 +36,7 @@ from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
+from streamjoin.runtime.purge import RepartitionPurger
 from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_topics
@@ -180,6 +181,9 @@ class Worker:
             group_instance_id=self.options.group_instance_id,
         )
         manager.fetch = consumer
+        self.purger = RepartitionPurger(
+            self.bootstrap, [r.topic.name for r in topology.repartitions]
+        )
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
         self.followup = FollowupTrigger(
             roles,
@@ -216,6 +220,7 @@ class Worker:
         finally:
             followups.cancel()
             monitor.cancel()
+            await self.purger.close()
             logger.info("stopping: leaving the group")
             await consumer.stop()
             await manager.close()
@@ -298,3 +303,5 @@ class Worker:
                 await self.consumer.commit(offsets)
             except CommitFailedError as exc:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+                return
+            self.purger.after_commit(offsets)
