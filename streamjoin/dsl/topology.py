@@ -34,9 +34,6 @@ class Topology:
     partitions: Mapping[str, int | None]
     tasks: Mapping[str, int | None]
 
-    def repartition_reading(self, topic: str) -> tuple[Repartition, ...]:
-        return tuple(r for r in self.repartitions if r.source.name == topic)
-
 
 def _producers(app: App) -> dict[str, str]:
     """Topic -> what writes it inside the app ("join 'x'" or "key_by 'y'")."""
