@@ -91,8 +91,28 @@ async def collect_output(
         await consumer.stop()
 
 
+async def runs_tasks(worker: WorkerProcess, start: float, within_s: float) -> None:
+    """Wait until `worker` runs tasks (its learners caught up and the follow-up handed them
+    over), so that the next worker leaves a settled group."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        samples = await asyncio.to_thread(worker.samples)
+        running = samples.get("streamjoin_tasks", {}).get('state="running"', 0)
+        if running:
+            console.print(
+                f"{time.monotonic() - start:5.1f} s  {worker.name} runs {running:.0f} tasks"
+            )
+            return
+    console.print(f"{time.monotonic() - start:5.1f} s  {worker.name} runs no task yet")
+
+
 async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
-    await ensure_topics(bootstrap, [TopicSpec(t, n) for t, n in LAYOUT.items()])
+    # The outputs too, before anything reads them (a broker that creates topics on first use
+    # would otherwise pick its own partition count).
+    partitions = LAYOUT["shop-orders"]
+    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT)]
+    await ensure_topics(bootstrap, [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs])
     console.print(render(describe_topology(compile_topology(joins, LAYOUT))))
     events, expected = generate_shop(orders)
     console.print(
@@ -112,7 +132,8 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         await asyncio.sleep(10)
         workers[2].start()
         console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
-        await asyncio.sleep(12)
+        await runs_tasks(workers[2], start, within_s=45)
+        await asyncio.sleep(5)
         console.print(f"{time.monotonic() - start:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
         sent = await producing
@@ -144,7 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
     parser.add_argument("--orders", type=int, default=12_000)
-    parser.add_argument("--rate", type=float, default=1_000, help="records per second")
+    parser.add_argument("--rate", type=float, default=700, help="records per second")
     args = parser.parse_args()
     with ExitStack() as stack:
         bootstrap = args.bootstrap
