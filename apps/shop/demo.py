@@ -150,9 +150,15 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     present = len(expected & seen.keys())
     duplicates = sum(n - 1 for n in seen.values() if n > 1)
     console.print(f"output: {sum(seen.values())} shipped orders in {finished - start:.1f} s")
-    dead = sum(m.get("streamjoin_dead_letters_total", 0) for m in metrics.values())
-    late = sum(m.get("streamjoin_late_dropped_total", 0) for m in metrics.values())
-    console.print(f"remaining workers: {late:,.0f} dropped as late, {dead:,.0f} dead letters")
+
+    def total(name: str) -> float:
+        return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
+
+    console.print(
+        f"remaining workers: {total('records_rekeyed_total'):,.0f} records re-keyed, "
+        f"{total('late_dropped_total'):,.0f} dropped as late, "
+        f"{total('dead_letters_total'):,.0f} dead letters"
+    )
     ok = present == len(expected) and not seen.keys() - expected
     if not ok:
         for worker in workers:

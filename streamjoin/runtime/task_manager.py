@@ -186,18 +186,33 @@ class TaskManager(RebalanceListener):
         return {tp: offset for tp, offset in lowest.items() if tp not in blocked}
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
-        """Per join: its counters and dead letters, over every task this worker has run."""
+        """Per join: its counters and dead letters (those of the key_by tasks feeding it too),
+        over every task this worker has run."""
         totals: dict[str, tuple[JoinCounters, int]] = {}
         for spec in self.app.joins:
             counters = JoinCounters()
             counters.add(self.retired[spec.name])
             dead = self.retired_dead_letters[spec.name]
             for task_id, active in self.active.items():
-                if task_id.subtopology == spec.name and isinstance(active.task, JoinTask):
-                    counters.add(active.task.processor.counters)
-                    dead += active.task.dead_letters
+                task = active.task
+                if task_id.subtopology == spec.name and isinstance(task, JoinTask):
+                    counters.add(task.processor.counters)
+                    dead += task.dead_letters
+                elif isinstance(task, RepartitionTask) and task.repartition.join == spec.name:
+                    dead += task.dead_letters
             totals[spec.name] = (counters, dead)
         return totals
+
+    def rekeyed(self) -> Counter[str]:
+        """Records each key_by sub-topology wrote to its repartition topic, on this worker."""
+        total = Counter(self.repartitioned)
+        for task_id, active in self.active.items():
+            if isinstance(active.task, RepartitionTask):
+                total[task_id.subtopology] += active.task.records_out
+        return total
+
+    def tasks_per_subtopology(self) -> Counter[str]:
+        return Counter(task_id.subtopology for task_id in self.active)
 
     def apply_backpressure(self, limit: int) -> None:
         """Pause the inputs of which a task has over `limit` records buffered, resume the
@@ -322,10 +337,10 @@ class TaskManager(RebalanceListener):
         active = self.active.pop(task_id)
         if isinstance(active.task, JoinTask):
             self.retired[task_id.subtopology].add(active.task.processor.counters)
+            self.retired_dead_letters[task_id.subtopology] += active.task.dead_letters
         elif active.task is not None:
             self.repartitioned[task_id.subtopology] += active.task.records_out
-        if active.task is not None:
-            self.retired_dead_letters[task_id.subtopology] += active.task.dead_letters
+            self.retired_dead_letters[active.task.repartition.join] += active.task.dead_letters
         if active.opening is not None:
             active.opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):

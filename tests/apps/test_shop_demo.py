@@ -36,3 +36,5 @@ def test_shop_demo_ships_every_paid_order_while_workers_come_and_go(
     assert "Sub-topology 2: pay-right-repartition (4 tasks, stateless)" in done.stdout
     assert "worker-3 joins (scale-out)" in done.stdout
     assert "worker-1 leaves (scale-in)" in done.stdout
+    rekeyed = re.search(r"remaining workers: ([\d,]+) records re-keyed", done.stdout)
+    assert rekeyed and int(rekeyed.group(1).replace(",", "")) > 0, output
