@@ -98,7 +98,7 @@ class RepartitionTask:
             else:
                 raw = record.value
                 value = None if raw is None else self._decode(raw)
-            key = self._serialize_key(self._key_of(value))
+            key = self._key_bytes(self._key_of(value))
         except (SerdeError, StepError) as error:
             self._reject(record, error)
         else:
@@ -106,6 +106,17 @@ class RepartitionTask:
             self._sink.send(OutgoingRecord(self._topic, key, raw, record.timestamp, headers))
             self.records_out += 1
         self._position = record.offset + 1
+
+    def _key_bytes(self, key: Any) -> bytes:
+        try:
+            return self._serialize_key(key)
+        except SerdeError as error:
+            key_by = self.repartition.key_by
+            raise StepError(
+                f"{key_by.describe()} returned a key of type {type(key).__name__}, which its "
+                f"{key_by.key_serde.name} key serde cannot encode ({error}); pass key_type= "
+                "to key_by"
+            ) from error
 
     def _reject(self, record: Any, error: BaseException) -> None:
         repartition = self.repartition

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin import App, JoinWindows
+from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.dead_letters import BadRecordError
 from streamjoin.testing import TestDriver
 
@@ -194,3 +195,25 @@ def test_a_failing_key_function_stops_the_app_under_on_error_fail() -> None:
         pytest.raises(BadRecordError, match="key_by\\(auction_of\\) returned None"),
     ):
         driver.pipe("clicks", Click("c1", None), key="c1", timestamp=5)
+
+
+def test_a_key_of_the_wrong_type_is_a_bad_record_naming_key_type() -> None:
+    app = App("ads")
+    impressions, clicks = app.topic("impressions"), app.topic("clicks")
+    by_number = clicks.key_by(lambda c: c["n"])
+    app.join(impressions, by_number, window=WINDOW, into="out", name="j")(lambda i, c: i)
+    with TestDriver(app) as driver:
+        driver.pipe("clicks", {"n": 7}, key="c1", timestamp=1)
+        [dead] = driver.dead_letters()
+        message = dict(dead.headers)["streamjoin.error.message"]
+        assert b"returned a key of type int, which its str key serde cannot encode" in message
+        assert b"pass key_type= to key_by" in message
+
+
+def test_the_driver_refuses_a_cycle() -> None:
+    app = App("ads")
+    x, y = app.topic("x"), app.topic("y")
+    app.join(x, y, window=WINDOW, into="z", name="one")(lambda a, b: a)
+    app.join(app.topic("z"), app.topic("w"), window=WINDOW, into=y, name="two")(lambda a, b: a)
+    with pytest.raises(ConfigurationError, match="the joins form a cycle"):
+        TestDriver(app)
