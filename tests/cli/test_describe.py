@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from streamjoin.broker import EmbeddedBroker
 from streamjoin.cli import app
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 runner = CliRunner()
 
@@ -93,3 +97,33 @@ def test_a_cycle_is_one_line_without_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     bad = runner.invoke(app, ["describe", "shop_app:joins", "--format", "yaml"])
     assert bad.exit_code == 2 and "use text or json" in bad.output
+
+
+BROKER_APP = """
+import streamjoin
+from streamjoin import JoinWindows
+
+joins = streamjoin.App("described")
+clicks = joins.topic("clicks-{suffix}")
+joins.join(joins.topic("views-{suffix}"), clicks.key_by("view"), window=JoinWindows.of(1),
+           into="out-{suffix}", name="j")(lambda v, c: v)
+"""
+
+
+@pytest.mark.broker
+async def test_partition_counts_from_the_broker(
+    broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    await ensure_topics(
+        broker.bootstrap, [TopicSpec(f"views-{unique}", 5), TopicSpec(f"clicks-{unique}", 2)]
+    )
+    app_dir = write(tmp_path, BROKER_APP.format(suffix=unique), f"broker_app_{unique}")
+    arguments = ["describe", f"broker_app_{unique}:joins", "--app-dir", app_dir]
+    arguments += ["--bootstrap", broker.bootstrap, "--format", "json"]
+    result = await asyncio.to_thread(runner.invoke, app, arguments)
+    assert result.exit_code == 0, result.output
+    described = json.loads(result.output)
+    tasks = {s["name"]: s["tasks"] for s in described["subtopologies"]}
+    assert tasks == {"j": 5, "j-right-repartition": 2}
+    internal = {t["topic"]: t["partitions"] for t in described["internal_topics"]}
+    assert internal["described-j-right-repartition"] == 5
