@@ -147,20 +147,21 @@ class App:
                     f"join {join_name!r}: into= takes a topic name or an app.topic()"
                 )
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
-            left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
-            right_topic, right_steps = self._inputs.resolve(right, join_name, "right")
-            spec = JoinSpec(
-                join_name,
-                left_topic,
-                right_topic,
-                how,
-                output,
-                joiner,
-                window,
-                left_steps,
-                right_steps,
-            )
-            _check_join(spec)
+            with self._inputs.undone_on_error():
+                left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
+                right_topic, right_steps = self._inputs.resolve(right, join_name, "right")
+                spec = JoinSpec(
+                    join_name,
+                    left_topic,
+                    right_topic,
+                    how,
+                    output,
+                    joiner,
+                    window,
+                    left_steps,
+                    right_steps,
+                )
+                _check_join(spec)
             self._joins[join_name] = spec
             return joiner
 

@@ -5,6 +5,8 @@ for every `key_by` on the way."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from streamjoin.dsl.spec import Repartition, repartition_topic
 from streamjoin.dsl.steps import KeyBy, Step
@@ -24,6 +26,18 @@ class InputResolver:
         self.app_id = app_id
         self._by_step: dict[KeyBy, Repartition] = {}
         self.by_name: dict[str, Repartition] = {}
+
+    @contextmanager
+    def undone_on_error(self) -> Iterator[None]:
+        """Forget the repartitions made inside when it raises (a join refused after its
+        inputs were resolved leaves no name taken)."""
+        before = set(self.by_name)
+        try:
+            yield
+        except BaseException:
+            for name in set(self.by_name) - before:
+                del self._by_step[self.by_name.pop(name).key_by]
+            raise
 
     def resolve(
         self, declared: Topic | Stream, join: str, side: str

@@ -134,3 +134,17 @@ def test_a_step_chain_filters_maps_and_reencodes_only_when_a_map_ran() -> None:
     assert only_filter.apply(b'{"n": 1}')[2] == b'{"n": 1}'
     with pytest.raises(StepError, match="filter"):
         chain.apply(b'{"m":1}')
+
+
+def test_a_refused_join_leaves_its_key_by_name_free() -> None:
+    app = App("ads")
+    a, clicks = app.topic("a"), app.topic("clicks", value_type=Click)
+    rekeyed = clicks.key_by("auction_id", name="by-auction")
+    with pytest.raises(ConfigurationError, match="needs window"):
+        app.join(a, rekeyed, into="o", name="j")(joiner)
+    assert app.repartitions == ()
+    app.join(a, clicks.key_by("click_id", name="by-auction"), window=JoinWindows.of(1), into="o")(
+        joiner
+    )
+    [repartition] = app.repartitions
+    assert repartition.key_by.key == "click_id"
