@@ -93,7 +93,8 @@ def render(description: dict[str, Any]) -> str:
             for step in processor["steps"]:
                 lines.append(f"    Processor: {step}")
         sink = sub["sink"]
-        lines.append(f"    Sink: {sink['topic']} ({_count(sink['partitions'])})")
+        onward = "".join(f" --> Sub-topology {n}" for n in sink["read_by"])
+        lines.append(f"    Sink: {sink['topic']} ({_count(sink['partitions'])}){onward}")
     lines.append("  Internal topics:")
     for topic in description["internal_topics"]:
         lines.append(

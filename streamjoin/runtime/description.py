@@ -58,6 +58,12 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
             "of": "bad records of every sub-topology",
         }
     )
+    readers: dict[str, list[int]] = {}
+    for sub in subtopologies:
+        for source in sub["sources"]:
+            readers.setdefault(source["topic"], []).append(sub["id"])
+    for sub in subtopologies:
+        sub["sink"]["read_by"] = readers.get(sub["sink"]["topic"], [])
     order = [spec.name for spec in topology.joins]
     return {
         "app": app.app_id,

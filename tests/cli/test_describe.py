@@ -63,7 +63,8 @@ def test_text_names_sub_topologies_steps_stores_and_internal_topics(tmp_path: Pa
     assert "store: pay-pending (kv), changelog shop-pay-pending-changelog" in out
     assert "Sub-topology 2: pay-right-repartition (? tasks, stateless)" in out
     assert "Processor: filter(<lambda>)\n    Processor: key_by('order_id')" in out
-    assert "Sink: shop-pay-right-repartition (4 partitions)" in out
+    assert "Sink: shop-pay-right-repartition (4 partitions) --> Sub-topology 0" in out
+    assert "Sink: paid (4 partitions) --> Sub-topology 1" in out
     assert "Source: paid (4 partitions) [left]" in out  # the chained join
     assert "shop-pay-right-repartition: repartition of key_by 'pay-right', 4 partitions" in out
     assert "shop-dlq: dead-letter" in out
