@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo demo-shop test lint format bench clean
 
 $(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 
 demo: $(STAMP)
 	$(BIN)/python apps/ads/demo.py
+
+demo-shop: $(STAMP)
+	$(BIN)/python apps/shop/demo.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

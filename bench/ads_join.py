@@ -41,13 +41,18 @@ def topic_names(prefix: str) -> tuple[str, str, str]:
     return f"{prefix}-impressions", f"{prefix}-clicks", f"{prefix}-attributed"
 
 
-def make_app(prefix: str, *, window: JoinWindows = AD_WINDOW, **settings: Any) -> App:
-    """The ad join under app id `prefix`; `settings` as for `App` (acceptable_recovery_lag...)."""
+def make_app(
+    prefix: str, *, window: JoinWindows = AD_WINDOW, rekey_clicks: bool = False, **settings: Any
+) -> App:
+    """The ad join under app id `prefix`; `settings` as for `App` (acceptable_recovery_lag...).
+    `rekey_clicks`: the clicks topic is keyed otherwise, the join re-keys it by auction id
+    (`key_by("auction_id")`, through a repartition topic)."""
     app = App(prefix, **settings)
     impressions, clicks, output = topic_names(prefix)
+    click_topic = app.topic(clicks, value_type=Click)
     app.join(
         app.topic(impressions, value_type=Impression),
-        app.topic(clicks, value_type=Click),
+        click_topic.key_by("auction_id") if rekey_clicks else click_topic,
         window=window,
         how="left",
         into=app.topic(output, value_type=Attributed),

@@ -151,6 +151,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--commit-interval", type=float, help="seconds (default: the app's, 5)")
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
+    p.add_argument(
+        "--rekey-clicks", action="store_true", help="re-key the clicks by auction (key_by)"
+    )
     return p
 
 
@@ -177,6 +180,7 @@ async def main(args: argparse.Namespace) -> None:
         acceptable_recovery_lag=args.acceptable_recovery_lag,
         probing_rebalance_interval_s=args.probing_interval_s,
         max_warmup_replicas=args.max_warmup_replicas,
+        rekey_clicks=args.rekey_clicks,
     )
     worker = Worker(app, options_from(args))
 

@@ -22,7 +22,16 @@ def _free_port() -> int:
 
 
 class WorkerProcess:
-    def __init__(self, name: str, bootstrap: str, work_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        work_dir: Path,
+        *,
+        app: str = "app:joins",
+        app_dir: Path = APP_DIR,
+    ) -> None:
+        """`app` as MODULE:ATTRIBUTE in `app_dir` (default: the ad demo's)."""
         self.name = name
         self.metrics_port = _free_port()
         self.log_path = work_dir / f"{name}.log"
@@ -31,9 +40,9 @@ class WorkerProcess:
             "-m",
             "streamjoin",
             "worker",
-            "app:joins",
+            app,
             "--app-dir",
-            str(APP_DIR),
+            str(app_dir),
             "--bootstrap",
             bootstrap,
             "--state-dir",

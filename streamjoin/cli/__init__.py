@@ -28,7 +28,7 @@ def _root() -> None:
     """Kafka Streams-style stream joins for Python."""
 
 
-_COMMAND_MODULES = ("broker", "plan", "worker", "backfill", "audit", "archive")
+_COMMAND_MODULES = ("broker", "plan", "worker", "backfill", "audit", "archive", "describe")
 
 _stderr = Console(stderr=True, highlight=False)
 

@@ -34,6 +34,7 @@ __all__ = (
     "parse_conf",
     "reported",
     "require_spark",
+    "runnable_join",
 )
 
 QUIET_SPARK: dict[str, str] = {"spark.log.level": "OFF"}
@@ -134,5 +135,26 @@ def load_join(reference: str, app_dir: Path, join: str) -> tuple[App, JoinSpec]:
     where = f"the error is in the app's module or what it imports, from {app_dir.resolve()}"
     with reported(f"importing app {reference!r}", where):
         loaded = load_app(reference, app_dir)
-        spec = loaded.get_join(join)
+        spec = runnable_join(loaded, join)
     return loaded, spec
+
+
+def runnable_join(app: App, name: str) -> JoinSpec:
+    """The join `name`, if Spark can run it: not yet one that reads through key_by, filter or
+    map_values (a join reading another join's output is fine: Spark reads that topic)."""
+    spec = app.get_join(name)
+    rekeyed = {r.topic.name: r for r in app.repartitions}
+    for side, topic, steps in (
+        ("left", spec.left, spec.left_steps),
+        ("right", spec.right, spec.right_steps),
+    ):
+        repartition = rekeyed.get(topic.name)
+        before = (*repartition.steps, repartition.key_by) if repartition else ()
+        through = [step.describe() for step in (*before, *steps)]
+        if through:
+            raise ConfigurationError(
+                f"join {name!r}: its {side} input goes through {', '.join(through)}, which "
+                "Spark backfill/audit cannot run yet (no Spark shuffle for key_by, no "
+                "filter/map_values); run this join with the worker"
+            )
+    return spec

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from streamjoin.dsl.fields import FieldMapping
-from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec
-from streamjoin.dsl.topics import Table, Topic, make_topic
+from streamjoin.dsl.inputs import InputResolver
+from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartition
+from streamjoin.dsl.topics import Stream, Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
@@ -52,7 +53,8 @@ class AppSettings:
 
 class App:
     """A stream-join application: its id names the consumer group, the state directory and the
-    internal topics (changelogs `<app_id>-<store>-changelog`, dead letters `<app_id>-dlq`)."""
+    internal topics (changelogs `<app_id>-<store>-changelog`, repartition topics
+    `<app_id>-<name>-repartition`, dead letters `<app_id>-dlq`)."""
 
     def __init__(self, app_id: str, *, broker: str = "localhost:9092", **settings: Any) -> None:
         if not _APP_ID.match(app_id or ""):
@@ -67,10 +69,18 @@ class App:
             raise ConfigurationError(f"App({app_id!r}): {exc}") from None
         self._topics: dict[str, Topic] = {}
         self._joins: dict[str, JoinSpec] = {}
+        self._inputs = InputResolver(app_id)
 
     @property
     def joins(self) -> tuple[JoinSpec, ...]:
         return tuple(self._joins.values())
+
+    @property
+    def repartitions(self) -> tuple[Repartition, ...]:
+        """The `key_by` steps the joins read through, in name order."""
+        read = {t for spec in self._joins.values() for t in spec.input_topics}
+        read |= {r.source.name for r in self._inputs.by_name.values()}
+        return tuple(r for _, r in sorted(self._inputs.by_name.items()) if r.topic.name in read)
 
     def get_join(self, name: str) -> JoinSpec:
         try:
@@ -117,8 +127,8 @@ class App:
 
     def join(
         self,
-        left: Topic,
-        right: Topic,
+        left: Topic | Stream,
+        right: Topic | Stream,
         *,
         into: str | Topic,
         window: JoinWindows | None = None,
@@ -126,7 +136,9 @@ class App:
         name: str | None = None,
     ) -> Callable[[Joiner], Joiner]:
         """Declare a join; the decorated function builds each output value from
-        (left_value, right_value), either of which is None for a left/outer non-match."""
+        (left_value, right_value), either of which is None for a left/outer non-match.
+        Either input may be a stream (`topic.filter(...)`, `.map_values(...)`, `.key_by(...)`);
+        `into` may be the input of another join of this app."""
 
         def register(joiner: Joiner) -> Joiner:
             join_name = name or str(getattr(joiner, "__name__", ""))
@@ -134,24 +146,53 @@ class App:
                 raise ConfigurationError(
                     f"join {join_name!r} is declared twice; give one of them name=..."
                 )
+            _check_name(join_name, joiner)
+            for side, declared in (("left", left), ("right", right)):
+                if not isinstance(declared, Topic | Stream):
+                    raise ConfigurationError(
+                        f"join {join_name!r}: the {side} side must come from app.topic(), "
+                        "app.table() or a stream made from one (filter, map_values, key_by)"
+                    )
+            if not isinstance(into, str | Topic) or isinstance(into, Table):
+                raise ConfigurationError(
+                    f"join {join_name!r}: into= takes a topic name or an app.topic()"
+                )
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
-            spec = JoinSpec(join_name, left, right, how, output, joiner, window)
-            _check_join(spec)
+            with self._inputs.undone_on_error():
+                left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
+                right_topic, right_steps = self._inputs.resolve(right, join_name, "right")
+                spec = JoinSpec(
+                    join_name,
+                    left_topic,
+                    right_topic,
+                    how,
+                    output,
+                    joiner,
+                    window,
+                    left_steps,
+                    right_steps,
+                )
+                _check_join(spec)
             self._joins[join_name] = spec
             return joiner
 
         return register
 
 
-def _check_join(spec: JoinSpec) -> None:
-    """Refuse a join the engines cannot run, saying which argument is wrong."""
-    where = f"join {spec.name!r}"
-    if not spec.name and isinstance(spec.joiner, FieldMapping):
+def _check_name(name: str, joiner: Joiner) -> None:
+    if not name and isinstance(joiner, FieldMapping):
         raise ConfigurationError(
             "a join built from fields(...) needs a name: app.join(..., name=...)"
         )
-    if not _APP_ID.match(spec.name):
-        raise ConfigurationError(f"{where}: the name must be letters, digits, '.', '_' or '-'")
+    if not _APP_ID.match(name):
+        raise ConfigurationError(
+            f"join {name!r}: the name must be letters, digits, '.', '_' or '-'"
+        )
+
+
+def _check_join(spec: JoinSpec) -> None:
+    """Refuse a join the engines cannot run, saying which argument is wrong."""
+    where = f"join {spec.name!r}"
     if not callable(spec.joiner):
         raise ConfigurationError(f"{where}: the joiner must be callable")
     if isinstance(spec.joiner, FieldMapping):

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from streamjoin.dsl.serdes import Serde
+from streamjoin.dsl.steps import KeyBy, MapValues, Step
 from streamjoin.dsl.topics import Table, Topic
 from streamjoin.dsl.windows import JoinWindows
 
-__all__ = ("JOIN_KINDS", "JoinKind", "JoinSpec", "Joiner")
+__all__ = ("JOIN_KINDS", "JoinKind", "JoinSpec", "Joiner", "Repartition", "repartition_topic")
 
 JoinKind = Literal["inner", "left", "outer"]
 JOIN_KINDS: tuple[JoinKind, ...] = ("inner", "left", "outer")
@@ -22,7 +24,11 @@ Joiner = Callable[[Any, Any], Any]
 class JoinSpec:
     """One join of an app. Stream-stream when `right` is a Topic (then `window` is set),
     stream-table when it is a Table. Each join is its own sub-topology: its tasks are its
-    partition numbers."""
+    partition numbers.
+
+    `left` and `right` are the topics the join's tasks read (a repartition topic where the
+    input was re-keyed); `left_steps`/`right_steps` the filter/map_values steps those tasks
+    run on each side's records before joining them."""
 
     name: str
     left: Topic
@@ -31,6 +37,21 @@ class JoinSpec:
     into: Topic
     joiner: Joiner
     window: JoinWindows | None = None
+    left_steps: tuple[Step, ...] = ()
+    right_steps: tuple[Step, ...] = ()
+
+    @property
+    def left_value_serde(self) -> Serde:
+        """How the left values the join stores and hands to the joiner are serialised."""
+        return _serde_after(self.left_steps, self.left.value_serde)
+
+    @property
+    def right_value_serde(self) -> Serde:
+        return _serde_after(self.right_steps, self.right.value_serde)
+
+    @property
+    def has_steps(self) -> bool:
+        return bool(self.left_steps or self.right_steps)
 
     @property
     def is_stream_table(self) -> bool:
@@ -39,3 +60,35 @@ class JoinSpec:
     @property
     def input_topics(self) -> tuple[str, str]:
         return (self.left.name, self.right.name)
+
+
+def _serde_after(steps: tuple[Step, ...], serde: Serde) -> Serde:
+    for step in steps:
+        if isinstance(step, MapValues):
+            serde = step.value_serde
+    return serde
+
+
+def repartition_topic(app_id: str, name: str) -> str:
+    return f"{app_id}-{name}-repartition"
+
+
+@dataclass(frozen=True, slots=True)
+class Repartition:
+    """A `key_by`: its own sub-topology of stateless tasks, one per partition of `source`, that
+    run `steps` (filter/map_values) then write each record to `topic` under its new key."""
+
+    name: str
+    source: Topic
+    steps: tuple[Step, ...]
+    key_by: KeyBy
+    topic: Topic
+    """The internal repartition topic; its partition count is resolved with the topology."""
+    join: str
+    """The join it was first declared for (named in messages and dead letters)."""
+    side: str
+
+    @property
+    def subtopology(self) -> str:
+        """Its sub-topology's name, which its task ids start with: "<name>-repartition"."""
+        return f"{self.name}-repartition"

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from streamjoin.dsl.serdes import BytesSerde, Serde, SerdeError
 from streamjoin.dsl.spec import JoinSpec
+from streamjoin.dsl.steps import StepChain, StepError
 from streamjoin.runtime.admission import (
     DEFAULT_MAX_FUTURE_MS,
     DEFAULT_MAX_RECORD_BYTES,
@@ -34,6 +35,15 @@ logger = logging.getLogger(__name__)
 
 def _checking(serde: Serde) -> Serde | None:
     return None if isinstance(serde, BytesSerde) else serde
+
+
+def _chain(spec: JoinSpec, side: Side) -> StepChain | None:
+    """The filter/map_values steps of a side, None without any (the common case)."""
+    if side is Side.LEFT:
+        steps, read, seen = spec.left_steps, spec.left.value_serde, spec.left_value_serde
+    else:
+        steps, read, seen = spec.right_steps, spec.right.value_serde, spec.right_value_serde
+    return StepChain(steps, read, seen) if steps else None
 
 
 class JoinTask:
@@ -72,6 +82,9 @@ class JoinTask:
             _checking(spec.right.key_serde),
         )
         """Each side's key serde, None where every key decodes (bytes): nothing to check."""
+        self._chains = (_chain(spec, Side.LEFT), _chain(spec, Side.RIGHT))
+        self.filtered = 0
+        """Records a filter step dropped."""
         self._positions: dict[Side, int] = {}
         self._skipped_through: dict[Side, int] = {}
         """Per side: the offset after the last record refused before it was buffered; it counts
@@ -152,8 +165,15 @@ class JoinTask:
     def _process_one(self, side: Side, record: Any) -> None:
         try:
             source = self._source(side, record)
+            chain = self._chains[side]
+            if chain is not None:
+                kept, _, source.value = chain.apply(source.value)
+                if not kept:
+                    self.filtered += 1
+                    self._positions[side] = record.offset + 1
+                    return
             results = self.processor.process(source)
-        except (SerdeError, BadRecordError) as error:
+        except (SerdeError, BadRecordError, StepError) as error:
             self._reject(side, record, error)
         else:
             self._write(results)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.dsl.spec import JoinSpec
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.runtime.joins.counters import JoinCounters
-from streamjoin.runtime.joins.records import Side
+from streamjoin.runtime.joins.records import SIDES, Side
+from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.sink import RecordSink
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.task_roles import WorkerRoles
@@ -39,11 +39,11 @@ class FetchControl(Protocol):
 
 @dataclass(slots=True)
 class _Active:
-    """A task this worker owns: restoring (task is None) or running."""
+    """A task this worker owns: restoring (task is None) or running. A join task reads two
+    inputs (left, right), a repartition task one."""
 
-    spec: JoinSpec
-    inputs: tuple[TopicPartition, TopicPartition]
-    task: JoinTask | None = None
+    inputs: tuple[TopicPartition, ...]
+    task: JoinTask | RepartitionTask | None = None
     opening: asyncio.Task[None] | None = None
 
 
@@ -63,10 +63,11 @@ class TaskManager(RebalanceListener):
         self.app = app
         self.topology = topology
         self.roles = roles
-        self._joins_by_topic: defaultdict[str, list[JoinSpec]] = defaultdict(list)
-        for spec in app.joins:
-            for topic in spec.input_topics:
-                self._joins_by_topic[topic].append(spec)
+        self._readers: defaultdict[str, list[tuple[str, Side]]] = defaultdict(list)
+        """Topic -> the sub-topologies reading it, and as which side."""
+        for name in topology.names:
+            for side, topic in zip(SIDES, topology.inputs(name), strict=False):
+                self._readers[topic].append((name, side))
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
@@ -83,6 +84,8 @@ class TaskManager(RebalanceListener):
         self.records_in: Counter[str] = Counter()
         self.retired: defaultdict[str, JoinCounters] = defaultdict(JoinCounters)
         """Counters of tasks this worker no longer runs, by join."""
+        self.repartitioned: Counter[str] = Counter()
+        """Records re-keyed by repartition tasks this worker no longer runs, by sub-topology."""
         self.retired_dead_letters: Counter[str] = Counter()
 
     # -- group callbacks ------------------------------------------------------------------------
@@ -96,8 +99,7 @@ class TaskManager(RebalanceListener):
         # Register every new task (and pause its inputs) before the first await, so no record
         # fetched meanwhile finds its task missing.
         for task_id in opening:
-            spec = self.app.get_join(task_id.join)
-            self.active[task_id] = _Active(spec, self._inputs(spec, task_id.partition))
+            self.active[task_id] = _Active(self._inputs(task_id))
         self._apply_pauses()
         for task_id in opening:
             await self._open(task_id)
@@ -128,10 +130,9 @@ class TaskManager(RebalanceListener):
         for tp, records in fetched.items():
             count += len(records)
             self.records_in[tp.topic] += len(records)
-            for spec in self._joins_by_topic.get(tp.topic, ()):
-                task_id = TaskId(spec.name, tp.partition)
+            for name, side in self._readers.get(tp.topic, ()):
+                task_id = TaskId(name, tp.partition)
                 active = self.active.get(task_id)
-                side = Side.LEFT if tp.topic == spec.left.name else Side.RIGHT
                 if active is not None and active.task is not None:
                     active.task.add(side, records)
                 else:
@@ -177,7 +178,7 @@ class TaskManager(RebalanceListener):
         blocked: set[TopicPartition] = set()
         for active in chosen.values():
             positions = active.task.positions() if active.task else {}
-            for side, tp in zip(Side, active.inputs, strict=True):
+            for side, tp in zip(SIDES, active.inputs, strict=False):
                 if side not in positions:
                     blocked.add(tp)
                 elif tp not in lowest or positions[side] < lowest[tp]:
@@ -185,18 +186,33 @@ class TaskManager(RebalanceListener):
         return {tp: offset for tp, offset in lowest.items() if tp not in blocked}
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
-        """Per join: its counters and dead letters, over every task this worker has run."""
+        """Per join: its counters and dead letters (those of the key_by tasks feeding it too),
+        over every task this worker has run."""
         totals: dict[str, tuple[JoinCounters, int]] = {}
         for spec in self.app.joins:
             counters = JoinCounters()
             counters.add(self.retired[spec.name])
             dead = self.retired_dead_letters[spec.name]
             for task_id, active in self.active.items():
-                if task_id.join == spec.name and active.task is not None:
-                    counters.add(active.task.processor.counters)
-                    dead += active.task.dead_letters
+                task = active.task
+                if task_id.subtopology == spec.name and isinstance(task, JoinTask):
+                    counters.add(task.processor.counters)
+                    dead += task.dead_letters
+                elif isinstance(task, RepartitionTask) and task.repartition.join == spec.name:
+                    dead += task.dead_letters
             totals[spec.name] = (counters, dead)
         return totals
+
+    def rekeyed(self) -> Counter[str]:
+        """Records each key_by sub-topology wrote to its repartition topic, on this worker."""
+        total = Counter(self.repartitioned)
+        for task_id, active in self.active.items():
+            if isinstance(active.task, RepartitionTask):
+                total[task_id.subtopology] += active.task.records_out
+        return total
+
+    def tasks_per_subtopology(self) -> Counter[str]:
+        return Counter(task_id.subtopology for task_id in self.active)
 
     def apply_backpressure(self, limit: int) -> None:
         """Pause the inputs of which a task has over `limit` records buffered, resume the
@@ -205,7 +221,7 @@ class TaskManager(RebalanceListener):
             tp
             for a in self.active.values()
             if a.task is not None
-            for side, tp in zip(Side, a.inputs, strict=True)
+            for side, tp in zip(SIDES, a.inputs, strict=False)
             if a.task.buffered_for(side) > limit
         }
         if full != self._full:
@@ -230,7 +246,11 @@ class TaskManager(RebalanceListener):
         the cooperative step still withholds (it will run here after the follow-up). Tasks this
         worker has no role in any more are closed (their state stays on disk)."""
         told = self.roles.roles()
-        wanted = (told.standby | told.learner | told.active) - self.active.keys()
+        wanted = {
+            t
+            for t in (told.standby | told.learner | told.active) - self.active.keys()
+            if self.topology.is_stateful(t.subtopology)
+        }
         for task_id in sorted(wanted - self.roles.standby):
             await self._state.open_standby(self.topology.task_spec(task_id))
             self.roles.standby.add(task_id)
@@ -244,31 +264,47 @@ class TaskManager(RebalanceListener):
         """Tasks for which this worker now owns every input partition."""
         found: set[TaskId] = set()
         for tp in partitions:
-            for spec in self._joins_by_topic.get(tp.topic, ()):
-                inputs = self._inputs(spec, tp.partition)
-                if all(i in self._owned for i in inputs):
-                    found.add(TaskId(spec.name, tp.partition))
+            for name, _ in self._readers.get(tp.topic, ()):
+                task_id = TaskId(name, tp.partition)
+                if all(i in self._owned for i in self._inputs(task_id)):
+                    found.add(task_id)
         return found
 
     def _forget_waiting(self, partitions: frozenset[TopicPartition]) -> None:
         """Drop records held for tasks that read these partitions: never processed, so never
         committed, and their next owner fetches them again."""
         for task_id in list(self._waiting):
-            spec = self.app.get_join(task_id.join)
-            if partitions & set(self._inputs(spec, task_id.partition)):
+            if partitions & set(self._inputs(task_id)):
                 del self._waiting[task_id]
 
     def _tasks_reading(self, partitions: Iterable[TopicPartition]) -> list[TaskId]:
         gone = set(partitions)
         return sorted(t for t, a in self.active.items() if gone & set(a.inputs))
 
-    @staticmethod
-    def _inputs(spec: JoinSpec, partition: int) -> tuple[TopicPartition, TopicPartition]:
-        return TopicPartition(spec.left.name, partition), TopicPartition(spec.right.name, partition)
+    def _inputs(self, task_id: TaskId) -> tuple[TopicPartition, ...]:
+        partition = task_id.partition
+        return tuple(
+            TopicPartition(t, partition) for t in self.topology.inputs(task_id.subtopology)
+        )
 
     async def _open(self, task_id: TaskId) -> None:
         active = self.active[task_id]
-        spec = active.spec
+        repartition = self.topology.repartition(task_id.subtopology)
+        if repartition is not None:  # stateless: runs at once
+            active.task = RepartitionTask(
+                self.app.app_id,
+                repartition,
+                task_id,
+                self._sink,
+                on_error=self.app.settings.on_error,
+            )
+            for side, records in self._waiting.pop(task_id, ()):
+                active.task.add(side, records)
+            logger.info("task %s is running", task_id)
+            self._apply_pauses()
+            return
+        spec = self.topology.join(task_id.subtopology)
+        assert spec is not None
         self.roles.standby.discard(task_id)
         state = await self._state.open_active(self.topology.task_spec(task_id))
 
@@ -301,13 +337,19 @@ class TaskManager(RebalanceListener):
 
     async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
         active = self.active.pop(task_id)
-        if active.task is not None:
-            self.retired[task_id.join].add(active.task.processor.counters)
-            self.retired_dead_letters[task_id.join] += active.task.dead_letters
+        if isinstance(active.task, JoinTask):
+            self.retired[task_id.subtopology].add(active.task.processor.counters)
+            self.retired_dead_letters[task_id.subtopology] += active.task.dead_letters
+        elif active.task is not None:
+            self.repartitioned[task_id.subtopology] += active.task.records_out
+            self.retired_dead_letters[active.task.repartition.join] += active.task.dead_letters
         if active.opening is not None:
             active.opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await active.opening
+        if not self.topology.is_stateful(task_id.subtopology):
+            logger.info("task %s %s", task_id, "closed" if clean else "lost")
+            return
         if clean:
             await self._state.suspend(str(task_id))
         else:

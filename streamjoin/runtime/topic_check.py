@@ -1,11 +1,13 @@
-"""At start-up: check that every join's inputs exist and are co-partitioned, and create the
-output and dead-letter topics. Refuses with a message naming the topics and their counts."""
+"""At start-up: compile the app's topology against the broker's topics (every input exists, the
+joins' inputs are co-partitioned), and create the output, repartition and dead-letter topics.
+Refuses with a message naming the topics and their counts."""
 
 from __future__ import annotations
 
 import logging
 
 from streamjoin.dsl.app import App
+from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
@@ -16,53 +18,20 @@ __all__ = ("check_running_topics", "check_topics")
 logger = logging.getLogger(__name__)
 
 
-def _join_partitions(app: App, counts: dict[str, int]) -> dict[str, int]:
-    problems: list[str] = []
-    partitions: dict[str, int] = {}
-    for spec in app.joins:
-        where = f"join {spec.name!r}"
-        missing = [t for t in (spec.left, spec.right) if t.name not in counts]
-        for topic in missing:
-            problems.append(
-                f"{where}: input topic {topic.name!r} does not exist; create it "
-                f"(with {topic.partitions or 'the same number of'} partitions as its other side)"
-            )
-        if missing:
-            continue
-        left, right = counts[spec.left.name], counts[spec.right.name]
-        if left != right:
-            problems.append(
-                f"{where}: inputs are not co-partitioned: {spec.left.name!r} has {left} "
-                f"partitions, {spec.right.name!r} has {right}; give both the same partition "
-                "count and partition them by the same key"
-            )
-            continue
-        for topic in (spec.left, spec.right):
-            if topic.partitions is not None and topic.partitions != counts[topic.name]:
-                problems.append(
-                    f"{where}: topic {topic.name!r} is declared with {topic.partitions} "
-                    f"partitions but has {counts[topic.name]}"
-                )
-        partitions[spec.name] = left
-    if problems:
-        raise ConfigurationError("; ".join(problems))
-    return partitions
-
-
-def check_running_topics(app: App, counts: dict[str, int], partitions: dict[str, int]) -> None:
-    """While the worker runs: every input still exists, with the partition count each join's
-    tasks were built for (`partitions`, from `check_topics`); raises ConfigurationError."""
+def check_running_topics(app: App, counts: dict[str, int], started: Topology) -> None:
+    """While the worker runs: every input still exists, and every sub-topology has the task
+    count it was started with (`started`, from `check_topics`); raises ConfigurationError."""
     try:
-        now = _join_partitions(app, counts)
+        now = compile_topology(app, counts)
     except ConfigurationError as exc:
         raise ConfigurationError(
             f"the broker no longer has the app's input topics (deleted, or a broker that came "
             f"back without its data): {exc}"
         ) from None
     changed = [
-        f"join {name!r} was started with {count} partitions, its inputs now have {now[name]}"
-        for name, count in sorted(partitions.items())
-        if now.get(name, count) != count
+        f"{name!r} was started with {count} partitions, its inputs now have {now.tasks[name]}"
+        for name, count in sorted(started.tasks.items())
+        if now.tasks.get(name, count) != count
     ]
     if changed:
         raise ConfigurationError(
@@ -70,17 +39,17 @@ def check_running_topics(app: App, counts: dict[str, int], partitions: dict[str,
         )
 
 
-async def check_topics(app: App, bootstrap: str) -> dict[str, int]:
-    """Partition count of each join (its task count), after creating missing output topics
-    (as many partitions as the join's inputs) and the dead-letter topic."""
-    if not app.joins:
-        raise ConfigurationError(f"app {app.app_id!r} declares no joins: nothing to run")
+async def check_topics(app: App, bootstrap: str) -> Topology:
+    """The app's topology with the partition count of every topic, after creating missing
+    output, repartition and dead-letter topics; refuses inputs that are missing or not
+    co-partitioned as the joins see them (after repartitioning)."""
     async with open_admin(bootstrap) as admin:
         counts = await partition_counts(admin)
-    partitions = _join_partitions(app, counts)
+    topology = compile_topology(app, counts)
+    partitions = topology.partitions
     outputs: dict[str, TopicSpec] = {}
-    for spec in app.joins:
-        count = partitions[spec.name]
+    for spec in topology.joins:
+        count = topology.tasks[spec.name]
         existing = counts.get(spec.into.name)
         if existing is not None and existing != count:
             logger.warning(
@@ -93,10 +62,24 @@ async def check_topics(app: App, bootstrap: str) -> dict[str, int]:
             )
             continue
         outputs[spec.into.name] = TopicSpec(
-            spec.into.name, spec.into.partitions or count, purpose="output topic"
+            spec.into.name, _known(partitions[spec.into.name]), purpose="output topic"
+        )
+    for repartition in topology.repartitions:
+        name = repartition.topic.name
+        outputs[name] = TopicSpec(
+            name,
+            _known(partitions[name]),
+            {"cleanup.policy": "delete"},
+            purpose=f"repartition topic of key_by {repartition.name!r}",
         )
     dlq = dead_letter_topic(app.app_id)
     if dlq not in counts:
-        outputs[dlq] = TopicSpec(dlq, max(partitions.values()), purpose="dead-letter topic")
+        most = max(_known(c) for c in topology.tasks.values())
+        outputs[dlq] = TopicSpec(dlq, most, purpose="dead-letter topic")
     await ensure_topics(bootstrap, outputs.values())
-    return partitions
+    return topology
+
+
+def _known(count: int | None) -> int:
+    assert count is not None, "compiled with require_sources: every count is known"
+    return count

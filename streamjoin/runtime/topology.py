@@ -1,8 +1,10 @@
-"""How an app's joins become tasks: task ids, the stores each task needs, its processor.
+"""How an app's sub-topologies become tasks: task ids, the stores each task needs, its processor.
 
 Each join is a sub-topology; its task for partition p reads partition p of both input topics
-(seed 000: one partition number across the co-partitioned topics). A task id is
-"<join>_<partition>", which also names the task's state directory.
+(seed 000: one partition number across the co-partitioned topics). Each `key_by` is a
+sub-topology of stateless tasks, task p reading partition p of the topic before it. A task id
+is "<sub-topology>_<partition>": "<join>_<p>" (which also names the task's state directory) or
+"<key_by name>-repartition_<p>".
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Protocol
 from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import Subtopology
 from streamjoin.dsl.app import App
-from streamjoin.dsl.spec import JoinSpec
+from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
@@ -36,18 +38,19 @@ __all__ = (
 
 @dataclass(frozen=True, slots=True, order=True)
 class TaskId:
-    join: str
+    subtopology: str
+    """A join's name, or a repartition's "<key_by name>-repartition"."""
     partition: int
 
     def __str__(self) -> str:
-        return f"{self.join}_{self.partition}"
+        return f"{self.subtopology}_{self.partition}"
 
     @classmethod
     def parse(cls, text: str) -> TaskId:
-        join, _, partition = text.rpartition("_")
-        if not join or not partition.isdigit():
-            raise ValueError(f"not a task id: {text!r} (expected <join>_<partition>)")
-        return cls(join, int(partition))
+        subtopology, _, partition = text.rpartition("_")
+        if not subtopology or not partition.isdigit():
+            raise ValueError(f"not a task id: {text!r} (expected <sub-topology>_<partition>)")
+        return cls(subtopology, int(partition))
 
 
 class JoinProcessor(Protocol):
@@ -101,34 +104,62 @@ def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
 
 
 class AppTopology:
-    """An app's joins as numbered sub-topologies, for the task assignor and its user data.
-
-    Joins are numbered in name order, so every worker of the app numbers them alike.
-    """
+    """An app's sub-topologies, numbered for the task assignor and its user data: the joins in
+    name order, then the repartitions in name order (so an app without key_by numbers its
+    joins as before, and every worker of the app numbers them alike). A repartition
+    sub-topology is stateless: the assignor places its tasks for balance only."""
 
     def __init__(self, app: App, partitions: Mapping[str, int]) -> None:
-        """`partitions`: each join's partition count."""
+        """`partitions`: each sub-topology's task count, by name."""
         self.app = app
         self.joins = tuple(sorted(app.joins, key=lambda spec: spec.name))
-        self._index = {spec.name: i for i, spec in enumerate(self.joins)}
+        self.repartitions = tuple(sorted(app.repartitions, key=lambda r: r.subtopology))
+        self.names = (
+            *(spec.name for spec in self.joins),
+            *(r.subtopology for r in self.repartitions),
+        )
+        self._index = {name: i for i, name in enumerate(self.names)}
+        self._joins = {spec.name: spec for spec in self.joins}
+        self._repartitions = {r.subtopology: r for r in self.repartitions}
         self.partitions = dict(partitions)
 
     def subtopologies(self) -> list[Subtopology]:
-        return [Subtopology(spec.input_topics) for spec in self.joins]
+        return [Subtopology(self.inputs(name), self.is_stateful(name)) for name in self.names]
+
+    def join(self, subtopology: str) -> JoinSpec | None:
+        return self._joins.get(subtopology)
+
+    def repartition(self, subtopology: str) -> Repartition | None:
+        return self._repartitions.get(subtopology)
+
+    def is_stateful(self, subtopology: str) -> bool:
+        return subtopology in self._joins
+
+    def inputs(self, subtopology: str) -> tuple[str, ...]:
+        """The topics the sub-topology's tasks read, left then right for a join."""
+        spec = self._joins.get(subtopology)
+        if spec is not None:
+            return spec.input_topics
+        return (self._repartitions[subtopology].source.name,)
+
+    def input_topics(self) -> list[str]:
+        """Every topic some task reads, sorted."""
+        return sorted({t for name in self.names for t in self.inputs(name)})
 
     def to_assignment(self, task: TaskId) -> assignment.TaskId:
-        return assignment.TaskId(self._index[task.join], task.partition)
+        return assignment.TaskId(self._index[task.subtopology], task.partition)
 
     def from_assignment(self, task: assignment.TaskId) -> TaskId:
-        return TaskId(self.joins[task.subtopology].name, task.partition)
+        return TaskId(self.names[task.subtopology], task.partition)
 
     def knows(self, task: assignment.TaskId) -> bool:
-        return 0 <= task.subtopology < len(self.joins)
+        return 0 <= task.subtopology < len(self.names)
 
     def task_spec(self, task: TaskId) -> TaskSpec:
-        spec = self.app.get_join(task.join)
+        """The state of a join task (a repartition task has none)."""
+        spec = self._joins[task.subtopology]
         stores = store_specs(spec, self.app.settings.window_memory_bytes)
         return TaskSpec(str(task), task.partition, self.partitions[spec.name], stores)
 
     def all_tasks(self) -> list[TaskId]:
-        return [TaskId(s.name, p) for s in self.joins for p in range(self.partitions[s.name])]
+        return [TaskId(name, p) for name in self.names for p in range(self.partitions[name])]

@@ -41,6 +41,7 @@ from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
+from streamjoin.runtime.purge import RepartitionPurger
 from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
@@ -128,7 +129,8 @@ class Worker:
 
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
-        partitions = await check_topics(self.app, self.bootstrap)
+        compiled = await check_topics(self.app, self.bootstrap)
+        partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
         await ensure_changelogs(
             self.bootstrap,
@@ -155,7 +157,7 @@ class Worker:
             producer.client,
             self.bootstrap,
             give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
-            check_topics=lambda counts: check_running_topics(self.app, counts, partitions),
+            check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
         )
         try:
             with collector_tuned_for_throughput(), watch.quiet.installed():
@@ -199,7 +201,7 @@ class Worker:
         roles = self._roles(topology, state)
         manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
         consumer = CooperativeConsumer(
-            *sorted({t for spec in self.app.joins for t in spec.input_topics}),
+            *topology.input_topics(),
             bootstrap_servers=self.bootstrap,
             group_id=self.app.app_id,
             assignors=(roles.assignor,),
@@ -211,6 +213,9 @@ class Worker:
             group_instance_id=self.options.group_instance_id,
         )
         manager.fetch = consumer
+        self.purger = RepartitionPurger(
+            self.bootstrap, [r.topic.name for r in topology.repartitions]
+        )
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
         self.followup = FollowupTrigger(
             roles,
@@ -247,6 +252,7 @@ class Worker:
         finally:
             followups.cancel()
             monitor.cancel()
+            await self.purger.close()
             logger.info("stopping: leaving the group")
             await _closed(consumer.stop(), quickly=watch.lost_since is not None)
             await manager.close()
@@ -329,6 +335,8 @@ class Worker:
                 await self.consumer.commit(offsets)
             except CommitFailedError as exc:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+                return
+            self.purger.after_commit(offsets)
 
 
 async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:

@@ -59,6 +59,23 @@ def register_worker_metrics(
         "Records produced (outputs and dead letters), by topic",
         lambda: by_topic(sink.sent),
     )
+    registry.register(
+        "records_rekeyed_total",
+        "counter",
+        "Records a key_by wrote to its repartition topic, by sub-topology",
+        lambda: [
+            ((("subtopology", name),), float(n)) for name, n in sorted(manager.rekeyed().items())
+        ],
+    )
+    registry.register(
+        "active_tasks",
+        "gauge",
+        "Active tasks on this worker, by sub-topology (a join, or a key_by's repartition)",
+        lambda: [
+            ((("subtopology", name),), float(n))
+            for name, n in sorted(manager.tasks_per_subtopology().items())
+        ],
+    )
     registry.register("join_matches_total", "counter", "Joined pairs emitted", per_join("matched"))
     registry.register(
         "join_unmatched_total", "counter", "Left/outer non-matches emitted", per_join("unmatched")

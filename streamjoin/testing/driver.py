@@ -8,7 +8,9 @@
 Records go through the worker's own task code (ordering, join processors, RocksDB stores in a
 temporary state directory, joiner, serdes, dead letters); only Kafka is left out. Each piped
 record is processed at once, in the order piped; stream time moves with record timestamps or
-with `advance_stream_time`.
+with `advance_stream_time`. The whole topology runs: a record piped into a topic a `key_by`
+reads is re-keyed into its repartition topic and joined from there, and a join's output that
+another join reads is joined again, before `pipe` returns (all readable with `read_output`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from types import TracebackType
 from typing import Any
 
 from streamjoin.dsl.app import App
-from streamjoin.dsl.spec import JoinSpec
+from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.dsl.topics import Topic
+from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.dead_letters import dead_letter_topic
 from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.records import Side
+from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.topology import TaskId, build_processor, store_specs
@@ -102,8 +107,9 @@ class _ListSink:
 
 
 class TestDriver:
-    """Drives an `App`'s joins in-process. `partitions` sets topic partition counts (default:
-    the topic's declared count, else 1)."""
+    """Drives an `App`'s topology in-process. `partitions` sets topic partition counts (default:
+    the topic's declared count, else 1; repartition topics and join outputs as the worker
+    would create them). The app is validated as the worker does (cycles, co-partitioning)."""
 
     __test__ = False  # not a pytest test class
 
@@ -120,23 +126,62 @@ class TestDriver:
             self._tmp = tempfile.TemporaryDirectory(prefix="streamjoin-driver-")
             state_dir = self._tmp.name
         self._directory = StateDirectory(state_dir, app.app_id)
-        self._partitions = dict(partitions or {})
+        self.topology: Topology = compile_topology(app, self._existing(partitions or {}))
         self._sink = _ListSink()
         self._read: defaultdict[str, int] = defaultdict(int)
+        self._forwarded: defaultdict[str, int] = defaultdict(int)
         self._offsets: defaultdict[tuple[str, int], int] = defaultdict(int)
-        self._tasks: dict[TaskId, JoinTask] = {}
+        self._tasks: dict[TaskId, JoinTask | RepartitionTask] = {}
         self._stores: dict[TaskId, _Stores] = {}
+        self._readers: defaultdict[str, list[JoinSpec | Repartition]] = defaultdict(list)
+        for spec in self.topology.joins:
+            for name in dict.fromkeys(spec.input_topics):
+                self._readers[name].append(spec)
+        for repartition in self.topology.repartitions:
+            self._readers[repartition.source.name].append(repartition)
+        written = [s.into.name for s in app.joins] + [r.topic.name for r in app.repartitions]
+        self._internal = [t for t in written if t in self._readers]
+        """Topics the app both writes and reads: what lands there is processed in turn."""
         self.changelogs = MemoryChangelogProducer()
+
+    def _existing(self, partitions: Mapping[str, int]) -> dict[str, int]:
+        """Partition counts of the topics the app reads from outside, as if they existed."""
+        app = self.app
+        written = {s.into.name for s in app.joins} | {r.topic.name for r in app.repartitions}
+        sources = [t for s in app.joins for t in (s.left, s.right) if t.name not in written]
+        sources += [r.source for r in app.repartitions if r.source.name not in written]
+        existing = {t.name: partitions.get(t.name) or t.partitions or 1 for t in sources}
+        existing.update({t: n for t, n in partitions.items() if t not in existing})
+        return existing
 
     def _topic(self, name: str) -> Topic:
         for spec in self.app.joins:
             for topic in (spec.left, spec.right, spec.into):
                 if topic.name == name:
                     return topic
+        for repartition in self.app.repartitions:
+            for topic in (repartition.source, repartition.topic):
+                if topic.name == name:
+                    return topic
         raise ConfigurationError(f"no join of app {self.app.app_id!r} reads or writes {name!r}")
 
     def partition_count(self, topic: str) -> int:
-        return self._partitions.get(topic) or self._topic(topic).partitions or 1
+        self._topic(topic)
+        return self.topology.partitions.get(topic) or 1
+
+    def _repartition_task(self, repartition: Repartition, partition: int) -> RepartitionTask:
+        task_id = TaskId(repartition.subtopology, partition)
+        task = self._tasks.get(task_id)
+        if task is None:
+            task = self._tasks[task_id] = RepartitionTask(
+                self.app.app_id,
+                repartition,
+                task_id,
+                self._sink,
+                on_error=self.app.settings.on_error,
+            )
+        assert isinstance(task, RepartitionTask)
+        return task
 
     def _task(self, spec: JoinSpec, partition: int) -> JoinTask:
         task_id = TaskId(spec.name, partition)
@@ -155,6 +200,7 @@ class TestDriver:
                 max_record_bytes=self.app.settings.max_record_bytes,
             )
             self._tasks[task_id] = task
+        assert isinstance(task, JoinTask)
         return task
 
     def pipe(
@@ -182,17 +228,48 @@ class TestDriver:
         partition: int | None = None,
     ) -> None:
         """Process a record given as bytes (to test what undecodable input does)."""
+        self._deliver(topic, value, key, timestamp, partition)
+        self._forward()
+
+    def _deliver(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        timestamp: int,
+        partition: int | None,
+    ) -> None:
         count = self.partition_count(topic)
         if partition is None:
             partition = 0 if key is None else partition_for_key(key, count)
         offset = self._offsets[(topic, partition)]
         self._offsets[(topic, partition)] = offset + 1
         record = _InputRecord(offset, timestamp, key, value)
-        for spec in self.app.joins:
-            if topic in spec.input_topics:
-                task = self._task(spec, partition)
-                task.add(task.side_of(topic), [record])
-                task.process(0, lambda _side: 0)
+        for reader in self._readers.get(topic, ()):
+            if isinstance(reader, Repartition):
+                rekey = self._repartition_task(reader, partition)
+                rekey.add(Side.LEFT, [record])
+                rekey.process(0, lambda _side: 0)
+                continue
+            task = self._task(reader, partition)
+            for side, name in zip(Side, reader.input_topics, strict=True):
+                if name == topic:
+                    task.add(side, [record])
+            task.process(0, lambda _side: 0)
+
+    def _forward(self) -> None:
+        """Process what tasks wrote to topics the app reads (repartition topics, join outputs
+        read by another join), until nothing new is there."""
+        moved = True
+        while moved:
+            moved = False
+            for topic in self._internal:
+                records = self._sink.records[topic]
+                while self._forwarded[topic] < len(records):
+                    sent = records[self._forwarded[topic]]
+                    self._forwarded[topic] += 1
+                    self._deliver(topic, sent.value, sent.key, sent.timestamp, sent.partition)
+                    moved = True
 
     def commit(self) -> None:
         """Flush every task's stores as the worker's commit does: writes move from memory to
@@ -205,8 +282,10 @@ class TestDriver:
 
     def advance_stream_time(self, timestamp: int) -> None:
         """Move every task's stream time to `timestamp`, emitting the non-matches it closes."""
-        for task in self._tasks.values():
-            task.advance_stream_time(timestamp)
+        for task in list(self._tasks.values()):
+            if isinstance(task, JoinTask):
+                task.advance_stream_time(timestamp)
+        self._forward()
 
     def read_output(self, topic: str) -> list[OutputRecord]:
         """Records written to `topic` since the last read, decoded with its serdes."""
@@ -231,7 +310,7 @@ class TestDriver:
     def counters(self, join: str) -> JoinCounters:
         total = JoinCounters()
         for task_id, task in self._tasks.items():
-            if task_id.join == join:
+            if task_id.subtopology == join and isinstance(task, JoinTask):
                 total.add(task.processor.counters)
         return total
 

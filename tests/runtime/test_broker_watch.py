@@ -11,6 +11,7 @@ import pytest
 from aiokafka.errors import KafkaConnectionError
 
 from streamjoin import App, JoinWindows
+from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.broker_watch import BrokerUnavailableError, BrokerWatch, OutageLogFilter
 from streamjoin.runtime.topic_check import check_running_topics
@@ -101,11 +102,12 @@ async def test_a_broker_back_without_the_topics_stops_the_worker() -> None:
         lambda a, b: a
     )
     client, clock = Client(), [0.0]
+    started = compile_topology(app, {"L": 2, "R": 2})
     watch = BrokerWatch(
         client,
         "127.0.0.1:1",
         give_up_after_s=60,
-        check_topics=lambda counts: check_running_topics(app, counts, {"j": 2}),
+        check_topics=lambda counts: check_running_topics(app, counts, started),
         clock=lambda: clock[0],
     )
     client.counts = {"L": 2, "R": 2}

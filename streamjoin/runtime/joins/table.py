@@ -22,8 +22,8 @@ class TableJoin:
     def __init__(self, spec: JoinSpec, table: KeyValueStore) -> None:
         self.counters = JoinCounters()
         self._table = table
-        self._stream_serde = spec.left.value_serde
-        self._table_serde = spec.right.value_serde
+        self._stream_serde = spec.left_value_serde
+        self._table_serde = spec.right_value_serde
         self._left = spec.how == "left"
 
     def process(self, record: SourceRecord) -> list[JoinOutput]:

@@ -58,8 +58,8 @@ class WindowedJoin:
         self._reach = {Side.LEFT: window.reach_ms(True), Side.RIGHT: window.reach_ms(False)}
         self._stores = {Side.LEFT: left, Side.RIGHT: right}
         self._serdes: dict[Side, Serde] = {
-            Side.LEFT: spec.left.value_serde,
-            Side.RIGHT: spec.right.value_serde,
+            Side.LEFT: spec.left_value_serde,
+            Side.RIGHT: spec.right_value_serde,
         }
         self._keeps_decoded = {
             side: decodes_immutable(serde) for side, serde in self._serdes.items()

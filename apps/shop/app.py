@@ -1,0 +1,67 @@
+"""The shop: orders keyed by order id; payments keyed by payment id, declined ones filtered out
+and the rest re-keyed by order id; shipments keyed by shipment id, re-keyed by order id. Paid
+orders are joined with their shipment in a second, chained join.
+
+Run it with `streamjoin worker app:joins` from this directory; `streamjoin describe app:joins`
+prints its topology (two joins, two repartition sub-topologies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shop_data import Order, Payment, Shipment
+
+import streamjoin
+from streamjoin import JoinWindows
+
+# A grace of ten minutes of event time: the chained join reads the first join's output, which
+# trails the shipments by however long the first hop and a rebalance take (the demo replays
+# about 7 s of event time per second).
+GRACE = 600_000
+
+joins = streamjoin.App("shop", broker="localhost:9092", acceptable_recovery_lag=1_500)
+
+orders = joins.topic("shop-orders", value_type=Order)
+payments = joins.topic("shop-payments", value_type=Payment)
+shipments = joins.topic("shop-shipments", value_type=Shipment)
+
+
+@dataclass(frozen=True, slots=True)
+class Paid:
+    order_id: str
+    amount_cents: int
+    paid_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shipped:
+    order_id: str
+    amount_cents: int
+    carrier: str
+    paid_to_ship_ms: int
+
+
+paid = joins.topic("shop-paid", value_type=Paid)
+
+
+@joins.join(
+    orders,
+    payments.filter(lambda p: p.ok).key_by("order_id"),
+    window=JoinWindows(before=0, after=120_000, grace=GRACE),
+    into=paid,
+)
+def pay(order: Order, payment: Payment) -> Paid:
+    return Paid(order.order_id, order.amount_cents, payment.timestamp_ms)
+
+
+@joins.join(
+    paid,
+    shipments.key_by("order_id"),
+    window=JoinWindows(before=0, after=300_000, grace=GRACE),
+    into=joins.topic("shop-shipped", value_type=Shipped),
+)
+def ship(order: Paid, shipment: Shipment) -> Shipped:
+    return Shipped(
+        order.order_id, order.amount_cents, shipment.carrier, shipment.timestamp_ms - order.paid_ms
+    )

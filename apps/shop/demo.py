@@ -1,0 +1,187 @@
+"""The shop demo: re-keyed and chained joins while workers come and go.
+
+Starts the embedded broker (unless --bootstrap is given), creates the input topics with three
+different partition counts (orders 6, payments 4, shipments 3: only the repartition topics
+make the joins' inputs co-partitioned), prints the topology (`streamjoin describe`), starts two
+workers (`streamjoin worker app:joins`), produces orders, payments and shipments - each keyed
+by its own id - at a steady rate, adds a third worker, stops the first, and checks that every
+order that was paid and shipped came out of the chained join. The last line is the
+verification: `joined: expected=E present=P duplicates=D`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from rich.console import Console
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "ads")]
+
+from app import joins  # noqa: E402 - the app's modules live here
+from shop_data import Event, Order, Payment, encode, generate_shop, key_of  # noqa: E402
+from workers import WorkerProcess  # noqa: E402 - the ad demo's worker launcher
+
+from streamjoin.broker import EmbeddedBroker  # noqa: E402
+from streamjoin.cli.describe import render  # noqa: E402
+from streamjoin.dsl.topology import compile_topology  # noqa: E402
+from streamjoin.kafka.topics import TopicSpec, ensure_topics  # noqa: E402
+from streamjoin.runtime.description import describe_topology  # noqa: E402
+
+LAYOUT = {"shop-orders": 6, "shop-payments": 4, "shop-shipments": 3}
+OUTPUT = "shop-shipped"
+console = Console(highlight=False)
+
+
+def topic_of(record: Event) -> str:
+    if isinstance(record, Order):
+        return "shop-orders"
+    return "shop-payments" if isinstance(record, Payment) else "shop-shipments"
+
+
+async def produce_paced(bootstrap: str, events: list[Event], rate: float) -> int:
+    """Send the events in time order at about `rate` records per second."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    started = time.monotonic()
+    try:
+        for sent, record in enumerate(events, 1):
+            await producer.send(
+                topic_of(record),
+                encode(record),
+                key=key_of(record).encode(),
+                timestamp_ms=record.timestamp_ms,
+            )
+            ahead = sent / rate - (time.monotonic() - started)
+            if ahead > 0.02:
+                await asyncio.sleep(ahead)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    return len(events)
+
+
+async def collect_output(
+    bootstrap: str, expected: set[str], seen: Counter[str], done: asyncio.Event, stop: asyncio.Event
+) -> None:
+    """Count shipped orders as they arrive; `done` once every expected one is there."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(OUTPUT, p) for p in range(LAYOUT["shop-orders"])]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        while not stop.is_set():
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                for record in records:
+                    seen[json.loads(record.value)["order_id"]] += 1
+            if expected <= seen.keys():
+                done.set()
+    finally:
+        await consumer.stop()
+
+
+async def runs_tasks(worker: WorkerProcess, start: float, within_s: float) -> None:
+    """Wait until `worker` runs tasks (its learners caught up and the follow-up handed them
+    over), so that the next worker leaves a settled group."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        samples = await asyncio.to_thread(worker.samples)
+        running = samples.get("streamjoin_tasks", {}).get('state="running"', 0)
+        if running:
+            console.print(
+                f"{time.monotonic() - start:5.1f} s  {worker.name} runs {running:.0f} tasks"
+            )
+            return
+    console.print(f"{time.monotonic() - start:5.1f} s  {worker.name} runs no task yet")
+
+
+async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
+    # The outputs too, before anything reads them (a broker that creates topics on first use
+    # would otherwise pick its own partition count).
+    partitions = LAYOUT["shop-orders"]
+    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT)]
+    await ensure_topics(bootstrap, [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs])
+    console.print(render(describe_topology(compile_topology(joins, LAYOUT))))
+    events, expected = generate_shop(orders)
+    console.print(
+        f"{orders} orders, {len(events) - orders} payments and shipments, {len(expected)} "
+        f"orders to ship, at ~{rate:,.0f} records/s (~{len(events) / rate:.0f} s)"
+    )
+    workers = [WorkerProcess(f"worker-{i}", bootstrap, work_dir, app_dir=HERE) for i in (1, 2, 3)]
+    seen: Counter[str] = Counter()
+    done, stop = asyncio.Event(), asyncio.Event()
+    try:
+        for worker in workers[:2]:
+            worker.start()
+        console.print("started worker-1 and worker-2")
+        reader = asyncio.create_task(collect_output(bootstrap, expected, seen, done, stop))
+        start = time.monotonic()
+        producing = asyncio.create_task(produce_paced(bootstrap, events, rate))
+        await asyncio.sleep(10)
+        workers[2].start()
+        console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
+        await runs_tasks(workers[2], start, within_s=45)
+        await asyncio.sleep(5)
+        console.print(f"{time.monotonic() - start:5.1f} s  worker-1 leaves (scale-in)")
+        await asyncio.to_thread(workers[0].stop)
+        sent = await producing
+        console.print(f"{time.monotonic() - start:5.1f} s  all {sent} records produced")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), 90)
+        finished = time.monotonic()
+        metrics = {w.name: w.metrics() for w in workers if w.running}
+        stop.set()
+        await reader
+    finally:
+        for worker in workers:
+            await asyncio.to_thread(worker.stop)
+    present = len(expected & seen.keys())
+    duplicates = sum(n - 1 for n in seen.values() if n > 1)
+    console.print(f"output: {sum(seen.values())} shipped orders in {finished - start:.1f} s")
+
+    def total(name: str) -> float:
+        return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
+
+    console.print(
+        f"remaining workers: {total('records_rekeyed_total'):,.0f} records re-keyed, "
+        f"{total('late_dropped_total'):,.0f} dropped as late, "
+        f"{total('dead_letters_total'):,.0f} dead letters"
+    )
+    ok = present == len(expected) and not seen.keys() - expected
+    if not ok:
+        for worker in workers:
+            console.print(f"[dim]--- {worker.name} log tail ---\n{worker.log_tail()}[/]")
+    console.print(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
+    parser.add_argument("--orders", type=int, default=12_000)
+    parser.add_argument("--rate", type=float, default=700, help="records per second")
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap
+            console.print(f"embedded broker on {bootstrap} (data in memory only)")
+        work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-shop-")))
+        ok = asyncio.run(run(bootstrap, args.orders, args.rate, work_dir))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

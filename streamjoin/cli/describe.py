@@ -1,0 +1,107 @@
+"""`streamjoin describe app:joins`: the app's topology, as Kafka Streams' `Topology.describe()`
+prints it - sub-topologies, their source topics, steps, join processors and stores, and every
+internal topic with its partition count. `--format json` for tools.
+
+Without `--bootstrap` it needs no broker: partition counts come from the app's declarations
+(shown as "?" where a source topic declares none); with it, from the broker's topics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from streamjoin.cli import fail
+from streamjoin.dsl.loading import load_app
+from streamjoin.dsl.topology import compile_topology
+from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.topics import partition_counts
+from streamjoin.runtime.description import describe_topology
+
+__all__ = ("register",)
+
+
+async def _broker_counts(bootstrap: str) -> dict[str, int]:
+    async with open_admin(bootstrap) as admin:
+        return await partition_counts(admin)
+
+
+def describe(
+    app: Annotated[str, typer.Argument(help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")],
+    app_dir: Annotated[Path, typer.Option(help="Directory to import MODULE from.")] = Path("."),
+    output_format: Annotated[
+        str, typer.Option("--format", help="text (readable) or json (for tools).")
+    ] = "text",
+    bootstrap: Annotated[
+        str | None,
+        typer.Option(help="Read partition counts from this broker (default: declared ones)."),
+    ] = None,
+) -> None:
+    """Print the app's topology: sub-topologies, steps, joins, stores and internal topics."""
+    if output_format not in ("text", "json"):
+        fail(f"--format {output_format!r}: use text or json")
+    try:
+        loaded = load_app(app, app_dir)
+        existing = asyncio.run(_broker_counts(bootstrap)) if bootstrap else {}
+        topology = compile_topology(loaded, existing, require_sources=bootstrap is not None)
+    except StreamJoinError as exc:
+        fail(str(exc))
+    description = describe_topology(topology)
+    if output_format == "json":
+        typer.echo(json.dumps(description, indent=2))
+    else:
+        typer.echo(render(description))
+
+
+def _count(partitions: int | None) -> str:
+    return "? partitions" if partitions is None else f"{partitions} partitions"
+
+
+def render(description: dict[str, Any]) -> str:
+    """The description as indented text, one node a line, `-->` where records go next."""
+    lines = [f"Topology of app {description['app']!r}:"]
+    for sub in description["subtopologies"]:
+        tasks = "?" if sub["tasks"] is None else sub["tasks"]
+        stateless = ", stateless" if sub["kind"] == "repartition" else ""
+        lines.append(f"  Sub-topology {sub['id']}: {sub['name']} ({tasks} tasks{stateless})")
+        processor = sub["processor"]
+        for source in sub["sources"]:
+            side = f" [{source['side']}]" if source["side"] else ""
+            lines.append(f"    Source: {source['topic']} ({_count(source['partitions'])}){side}")
+            for step in source["steps"]:
+                lines.append(f"      --> {step}")
+        if sub["kind"] == "join":
+            window = processor["window"]
+            reach = (
+                ""
+                if window is None
+                else f", window before={window['before_ms']}ms after={window['after_ms']}ms "
+                f"grace={window['grace_ms']}ms"
+            )
+            lines.append(f"    Processor: {processor['how']} {processor['kind']}{reach}")
+            for store in processor["stores"]:
+                lines.append(
+                    f"      store: {store['name']} ({store['kind']}), "
+                    f"changelog {store['changelog']}"
+                )
+        else:
+            for step in processor["steps"]:
+                lines.append(f"    Processor: {step}")
+        sink = sub["sink"]
+        onward = "".join(f" --> Sub-topology {n}" for n in sink["read_by"])
+        lines.append(f"    Sink: {sink['topic']} ({_count(sink['partitions'])}){onward}")
+    lines.append("  Internal topics:")
+    for topic in description["internal_topics"]:
+        lines.append(
+            f"    {topic['topic']}: {topic['kind']} of {topic['of']}, {_count(topic['partitions'])}"
+        )
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(describe)

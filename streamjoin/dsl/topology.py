@@ -1,0 +1,206 @@
+"""An app compiled into its topology: sub-topologies connected by topics, in the order data
+flows, with the partition count of every topic they read and write.
+
+A join is a sub-topology reading its two inputs; a `key_by` is a sub-topology of stateless tasks
+reading the topic before it and writing its repartition topic; a join whose output another join
+reads comes before that join. A cycle (a join whose output reaches its own input) is refused.
+Pure: partition counts of existing topics come in (from the broker, or the test driver).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from streamjoin.dsl.app import App
+from streamjoin.dsl.spec import JoinSpec, Repartition
+from streamjoin.errors import ConfigurationError
+
+__all__ = ("Topology", "compile_topology", "join_order")
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """`partitions`: every topic the app reads or writes -> its partition count (None where it
+    is not known yet: a source topic without a declared count, when compiled without a broker).
+    `tasks`: sub-topology name (a join's, or a repartition's "<name>-repartition") -> its
+    number of tasks (its source's partition count)."""
+
+    app: App
+    joins: tuple[JoinSpec, ...]
+    """In the order data flows: a join comes after every join whose output it reads."""
+    repartitions: tuple[Repartition, ...]
+    partitions: Mapping[str, int | None]
+    tasks: Mapping[str, int | None]
+
+
+def _producers(app: App) -> dict[str, str]:
+    """Topic -> what writes it inside the app ("join 'x'" or "key_by 'y'")."""
+    writers = {spec.into.name: f"join {spec.name!r}" for spec in app.joins}
+    writers.update({r.topic.name: f"key_by {r.name!r}" for r in app.repartitions})
+    return writers
+
+
+def join_order(app: App) -> tuple[JoinSpec, ...]:
+    """The joins in the order data flows through them (ties in name order); a cycle raises a
+    ConfigurationError naming its joins and the topics that connect them."""
+    joins = {spec.name: spec for spec in app.joins}
+    by_output = {spec.into.name: spec.name for spec in app.joins}
+    repartition_of = {r.topic.name: r for r in app.repartitions}
+
+    def upstream(topic: str, via: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
+        """(join writing `topic` or a topic before it, the topics in between) pairs."""
+        if topic in by_output:
+            return [(by_output[topic], (topic, *via))]
+        if topic in repartition_of:
+            return upstream(repartition_of[topic].source.name, (topic, *via))
+        return []
+
+    feeds = {
+        name: sorted({u for t in spec.input_topics for u in upstream(t)})
+        for name, spec in sorted(joins.items())
+    }
+    order: list[str] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[tuple[str, tuple[str, ...]]] = []
+
+    def visit(name: str, via: tuple[str, ...]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            start = next(i for i, (n, _) in enumerate(path) if n == name)
+            _refuse_cycle([*path[start:], (name, via)])
+        state[name] = 1
+        path.append((name, via))
+        for before, topics in feeds[name]:
+            visit(before, topics)
+        path.pop()
+        state[name] = 2
+        order.append(name)
+
+    for name in sorted(joins):
+        visit(name, ())
+    return tuple(joins[n] for n in order)
+
+
+def _refuse_cycle(path: list[tuple[str, tuple[str, ...]]]) -> None:
+    """`path`: joins from the first reader back up to a writer of its input, each with the
+    topics through which the previous one reads it."""
+    joins = [name for name, _ in path]
+    links = []
+    for (reader, _), (writer, topics) in itertools.pairwise(path):
+        through = " -> ".join(repr(t) for t in topics)
+        links.append(f"join {writer!r} writes {through}, read by join {reader!r}")
+    raise ConfigurationError(
+        "the joins form a cycle ("
+        + " <- ".join(repr(j) for j in joins)
+        + "): "
+        + "; ".join(links)
+        + ". A join's output may not reach its own input"
+    )
+
+
+def compile_topology(
+    app: App, existing: Mapping[str, int], *, require_sources: bool = True
+) -> Topology:
+    """The app's topology with partition counts. `existing`: counts of topics that exist (the
+    broker's; the driver's). A source topic neither existing nor declared is an error when
+    `require_sources`, else its count stays None (`describe` without a broker)."""
+    if not app.joins:
+        raise ConfigurationError(f"app {app.app_id!r} declares no joins: nothing to run")
+    joins = join_order(app)
+    repartitions = app.repartitions
+    writers = _producers(app)
+    by_output = {spec.into.name: spec for spec in joins}
+    repartition_of = {r.topic.name: r for r in repartitions}
+    readers: dict[str, list[tuple[JoinSpec, int]]] = {}
+    for spec in joins:
+        for index, topic in enumerate(spec.input_topics):
+            readers.setdefault(topic, []).append((spec, index))
+    problems: list[str] = []
+    counts: dict[str, int | None] = {}
+
+    def count(topic: str) -> int | None:
+        if topic not in counts:
+            counts[topic] = None  # no cycle can reach here again (refused above)
+            counts[topic] = _count(topic)
+        return counts[topic]
+
+    def _count(topic: str) -> int | None:
+        if topic in repartition_of:
+            return repartition_count(repartition_of[topic])
+        if topic in existing:
+            return existing[topic]
+        if topic in by_output:
+            spec = by_output[topic]
+            return spec.into.partitions or count(spec.left.name)
+        declared = _declared(app, topic)
+        if declared is None and require_sources:
+            wanted = [f"join {s.name!r}" for s, _ in readers.get(topic, [])]
+            wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
+            problems.append(
+                f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it "
+                "(with as many partitions as the other side of its join)"
+            )
+        return declared
+
+    def repartition_count(repartition: Repartition) -> int | None:
+        if repartition.key_by.partitions is not None:
+            return repartition.key_by.partitions
+        for spec, index in readers.get(repartition.topic.name, []):
+            other = spec.input_topics[1 - index]
+            other_rep = repartition_of.get(other)
+            if other_rep is None or other_rep.key_by.partitions is not None:
+                return count(other)
+            # Both sides re-keyed, neither with a count: the larger of their sources' counts.
+            sources = [count(repartition.source.name), count(other_rep.source.name)]
+            known = [c for c in sources if c is not None]
+            return max(known) if known else None
+        return count(repartition.source.name)  # read by another key_by only
+
+    tasks: dict[str, int | None] = {}
+    for spec in joins:
+        left, right = count(spec.left.name), count(spec.right.name)
+        if left is not None and right is not None and left != right:
+            seen_left = _as_seen(spec.left.name, writers)
+            seen_right = _as_seen(spec.right.name, writers)
+            problems.append(
+                f"join {spec.name!r}: inputs are not co-partitioned: {seen_left} has {left} "
+                f"partitions, {seen_right} has {right}; give both the same partition count and "
+                "partition them by the same key"
+            )
+        tasks[spec.name] = left if left is not None else right
+        count(spec.into.name)
+    for repartition in repartitions:
+        if repartition.subtopology in tasks:
+            problems.append(
+                f"join {repartition.subtopology!r} has the name of the sub-topology of key_by "
+                f"{repartition.name!r}; rename one of them"
+            )
+        tasks[repartition.subtopology] = count(repartition.source.name)
+        count(repartition.topic.name)
+    for topic, declared in _declared_counts(app).items():
+        actual = existing.get(topic)
+        if actual is not None and topic not in repartition_of and actual != declared:
+            problems.append(
+                f"topic {topic!r} is declared with {declared} partitions but has {actual}"
+            )
+    if problems:
+        raise ConfigurationError("; ".join(dict.fromkeys(problems)))
+    return Topology(app, joins, repartitions, counts, tasks)
+
+
+def _as_seen(topic: str, writers: Mapping[str, str]) -> str:
+    writer = writers.get(topic)
+    return repr(topic) if writer is None else f"{topic!r} (written by {writer})"
+
+
+def _declared_counts(app: App) -> dict[str, int]:
+    topics = [t for spec in app.joins for t in (spec.left, spec.right, spec.into)]
+    topics += [r.source for r in app.repartitions]
+    return {t.name: t.partitions for t in topics if t.partitions is not None}
+
+
+def _declared(app: App, topic: str) -> int | None:
+    return _declared_counts(app).get(topic)

@@ -1,0 +1,128 @@
+"""An app's topology as plain data, as Kafka Streams' `Topology.describe()` gives it: every
+sub-topology (numbered as the task assignor numbers them) with its source topics, steps,
+join processor and stores, and where it writes; and every internal topic with its partition
+count. `streamjoin describe` prints it; tools read it as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamjoin.dsl.spec import JoinSpec, Repartition
+from streamjoin.dsl.steps import Step
+from streamjoin.dsl.topology import Topology
+from streamjoin.runtime.dead_letters import dead_letter_topic
+from streamjoin.runtime.topology import AppTopology, store_specs
+from streamjoin.state.changelog_topics import changelog_topic
+
+__all__ = ("describe_topology",)
+
+
+def describe_topology(topology: Topology) -> dict[str, Any]:
+    """{"app", "subtopologies": [...], "internal_topics": [...]}; counts are None where unknown."""
+    app = topology.app
+    tasks = {name: count or 0 for name, count in topology.tasks.items()}
+    numbered = AppTopology(app, tasks)
+    count = topology.partitions.get
+    subtopologies: list[dict[str, Any]] = []
+    internal: list[dict[str, Any]] = []
+    for index, name in enumerate(numbered.names):
+        spec, repartition = numbered.join(name), numbered.repartition(name)
+        if spec is not None:
+            entry = _join(spec, topology)
+            for store in entry["processor"]["stores"]:
+                internal.append(
+                    {
+                        "topic": store["changelog"],
+                        "kind": "changelog",
+                        "partitions": topology.tasks[name],
+                        "of": f"store {store['name']!r}",
+                    }
+                )
+        else:
+            assert repartition is not None
+            entry = _repartition(repartition, topology)
+            internal.append(
+                {
+                    "topic": repartition.topic.name,
+                    "kind": "repartition",
+                    "partitions": count(repartition.topic.name),
+                    "of": f"key_by {repartition.name!r}",
+                }
+            )
+        subtopologies.append({"id": index, "name": name, "tasks": topology.tasks[name], **entry})
+    internal.append(
+        {
+            "topic": dead_letter_topic(app.app_id),
+            "kind": "dead-letter",
+            "partitions": max((c for c in topology.tasks.values() if c is not None), default=None),
+            "of": "bad records of every sub-topology",
+        }
+    )
+    readers: dict[str, list[int]] = {}
+    for sub in subtopologies:
+        for source in sub["sources"]:
+            readers.setdefault(source["topic"], []).append(sub["id"])
+    for sub in subtopologies:
+        sub["sink"]["read_by"] = readers.get(sub["sink"]["topic"], [])
+    order = [spec.name for spec in topology.joins]
+    return {
+        "app": app.app_id,
+        "join_order": order,
+        "subtopologies": subtopologies,
+        "internal_topics": internal,
+    }
+
+
+def _steps(steps: tuple[Step, ...]) -> list[str]:
+    return [step.describe() for step in steps]
+
+
+def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
+    count = topology.partitions.get
+    sources = [
+        {"topic": topic.name, "partitions": count(topic.name), "side": side, "steps": _steps(steps)}
+        for side, topic, steps in (
+            ("left", spec.left, spec.left_steps),
+            ("right", spec.right, spec.right_steps),
+        )
+    ]
+    window = spec.window
+    processor: dict[str, Any] = {
+        "kind": "stream-table join" if spec.is_stream_table else "windowed stream-stream join",
+        "how": spec.how,
+        "window": None
+        if window is None
+        else {
+            "before_ms": window.before_ms,
+            "after_ms": window.after_ms,
+            "grace_ms": window.grace_ms,
+        },
+        "stores": [
+            {
+                "name": store.name,
+                "kind": store.kind.value,
+                "changelog": changelog_topic(topology.app.app_id, store.name),
+            }
+            for store in store_specs(spec, topology.app.settings.window_memory_bytes)
+        ],
+    }
+    return {
+        "kind": "join",
+        "sources": sources,
+        "processor": processor,
+        "sink": {"topic": spec.into.name, "partitions": count(spec.into.name)},
+    }
+
+
+def _repartition(repartition: Repartition, topology: Topology) -> dict[str, Any]:
+    count = topology.partitions.get
+    source = repartition.source.name
+    return {
+        "kind": "repartition",
+        "sources": [{"topic": source, "partitions": count(source), "side": None, "steps": []}],
+        "processor": {
+            "kind": "stateless",
+            "steps": [*_steps(repartition.steps), repartition.key_by.describe()],
+        },
+        "sink": {"topic": repartition.topic.name, "partitions": count(repartition.topic.name)},
+    }

@@ -1,0 +1,130 @@
+"""`streamjoin describe`: the topology as text and as JSON, and a clear error for a bad app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from streamjoin.broker import EmbeddedBroker
+from streamjoin.cli import app
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
+
+runner = CliRunner()
+
+APP = """
+import streamjoin
+from streamjoin import JoinWindows
+
+joins = streamjoin.App("shop")
+orders = joins.topic("orders", partitions=4)
+payments = joins.topic("payments")
+shipments = joins.topic("shipments", partitions=4)
+paid = joins.topic("paid")
+
+@joins.join(orders, payments.filter(lambda p: p["ok"]).key_by("order_id"),
+            window=JoinWindows.of(60_000), how="left", into=paid)
+def pay(order, payment):
+    return order
+
+@joins.join(paid, shipments, window=JoinWindows.of(60_000), into="shipped")
+def ship(order, shipment):
+    return order
+"""
+
+CYCLE = """
+import streamjoin
+from streamjoin import JoinWindows
+
+joins = streamjoin.App("loop")
+a, b = joins.topic("a"), joins.topic("b")
+joins.join(a, b, window=JoinWindows.of(1), into="c", name="one")(lambda l, r: l)
+joins.join(joins.topic("c"), joins.topic("d"), window=JoinWindows.of(1), into=a, name="two")(
+    lambda l, r: l
+)
+"""
+
+
+def write(tmp_path: Path, source: str, module: str = "shop_app") -> str:
+    (tmp_path / f"{module}.py").write_text(source)
+    return str(tmp_path)
+
+
+def test_text_names_sub_topologies_steps_stores_and_internal_topics(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["describe", "shop_app:joins", "--app-dir", write(tmp_path, APP)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Sub-topology 0: pay (4 tasks)" in out
+    assert "Source: shop-pay-right-repartition (4 partitions) [right]" in out
+    assert "Processor: left windowed stream-stream join, window before=60000ms" in out
+    assert "store: pay-pending (kv), changelog shop-pay-pending-changelog" in out
+    assert "Sub-topology 2: pay-right-repartition (? tasks, stateless)" in out
+    assert "Processor: filter(<lambda>)\n    Processor: key_by('order_id')" in out
+    assert "Sink: shop-pay-right-repartition (4 partitions) --> Sub-topology 0" in out
+    assert "Sink: paid (4 partitions) --> Sub-topology 1" in out
+    assert "Source: paid (4 partitions) [left]" in out  # the chained join
+    assert "shop-pay-right-repartition: repartition of key_by 'pay-right', 4 partitions" in out
+    assert "shop-dlq: dead-letter" in out
+
+
+def test_json_for_tools(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["describe", "shop_app:joins", "--app-dir", write(tmp_path, APP), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    described = json.loads(result.output)
+    assert described["join_order"] == ["pay", "ship"]
+    kinds = [(s["id"], s["name"], s["kind"]) for s in described["subtopologies"]]
+    assert kinds == [
+        (0, "pay", "join"),
+        (1, "ship", "join"),
+        (2, "pay-right-repartition", "repartition"),
+    ]
+    internal = {t["topic"]: (t["kind"], t["partitions"]) for t in described["internal_topics"]}
+    assert internal["shop-pay-right-repartition"] == ("repartition", 4)
+    assert internal["shop-ship-left-changelog"] == ("changelog", 4)
+
+
+def test_a_cycle_is_one_line_without_a_traceback(tmp_path: Path) -> None:
+    app_dir = write(tmp_path, CYCLE, "cycle_app")
+    result = runner.invoke(app, ["describe", "cycle_app:joins", "--app-dir", app_dir])
+    assert result.exit_code == 2
+    assert "error: the joins form a cycle ('one' <- 'two' <- 'one')" in " ".join(
+        result.output.split()
+    )
+    assert "Traceback" not in result.output
+    bad = runner.invoke(app, ["describe", "shop_app:joins", "--format", "yaml"])
+    assert bad.exit_code == 2 and "use text or json" in bad.output
+
+
+BROKER_APP = """
+import streamjoin
+from streamjoin import JoinWindows
+
+joins = streamjoin.App("described")
+clicks = joins.topic("clicks-{suffix}")
+joins.join(joins.topic("views-{suffix}"), clicks.key_by("view"), window=JoinWindows.of(1),
+           into="out-{suffix}", name="j")(lambda v, c: v)
+"""
+
+
+@pytest.mark.broker
+async def test_partition_counts_from_the_broker(
+    broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    await ensure_topics(
+        broker.bootstrap, [TopicSpec(f"views-{unique}", 5), TopicSpec(f"clicks-{unique}", 2)]
+    )
+    app_dir = write(tmp_path, BROKER_APP.format(suffix=unique), f"broker_app_{unique}")
+    arguments = ["describe", f"broker_app_{unique}:joins", "--app-dir", app_dir]
+    arguments += ["--bootstrap", broker.bootstrap, "--format", "json"]
+    result = await asyncio.to_thread(runner.invoke, app, arguments)
+    assert result.exit_code == 0, result.output
+    described = json.loads(result.output)
+    tasks = {s["name"]: s["tasks"] for s in described["subtopologies"]}
+    assert tasks == {"j": 5, "j-right-repartition": 2}
+    internal = {t["topic"]: t["partitions"] for t in described["internal_topics"]}
+    assert internal["described-j-right-repartition"] == 5

@@ -1,0 +1,25 @@
+"""Spark backfill/audit say in one line what they cannot run yet: joins reading through key_by,
+filter or map_values. A join reading another join's output runs (Spark reads that topic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamjoin import App, JoinWindows
+from streamjoin.cli.spark_support import runnable_join
+from streamjoin.errors import ConfigurationError
+
+
+def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
+    app = App("ads")
+    impressions, clicks, attributed = app.topic("i"), app.topic("c"), app.topic("attributed")
+    rekeyed = clicks.filter(bool).key_by("auction").map_values(dict)
+    app.join(impressions, rekeyed, window=JoinWindows.of(1), into=attributed, name="a")(max)
+    app.join(attributed, app.topic("v"), window=JoinWindows.of(1), into="r", name="b")(max)
+    with pytest.raises(
+        ConfigurationError,
+        match="join 'a': its right input goes through filter\\(bool\\), "
+        "key_by\\('auction'\\), map_values\\(dict\\), which Spark backfill/audit cannot run yet",
+    ):
+        runnable_join(app, "a")
+    assert runnable_join(app, "b").name == "b"
