@@ -28,7 +28,17 @@ def _root() -> None:
     """Kafka Streams-style stream joins for Python."""
 
 
-_COMMAND_MODULES = ("broker", "plan", "worker", "backfill", "audit", "archive")
+_COMMAND_MODULES = (
+    "broker",
+    "topics",
+    "produce",
+    "consume",
+    "worker",
+    "plan",
+    "backfill",
+    "audit",
+    "archive",
+)
 
 _stderr = Console(stderr=True, highlight=False)
 

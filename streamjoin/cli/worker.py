@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
+from streamjoin.cli import fail
+from streamjoin.cli.kafka_options import run_kafka
+from streamjoin.cli.worker_checks import (
+    check_metrics_port,
+    check_state_dir,
+    create_missing_inputs,
+)
 from streamjoin.dsl.loading import load_app
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.worker import Worker, WorkerOptions
 
 __all__ = ("register",)
@@ -51,6 +60,14 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     instance_id: Annotated[
         str | None, typer.Option(help="Static group membership id (group.instance.id).")
     ] = None,
+    create_topics: Annotated[
+        bool,
+        typer.Option(
+            "--create-topics",
+            help="Create missing input topics with the partition counts the app declares "
+            "(Kafka Streams never creates inputs; neither does the worker without this).",
+        ),
+    ] = False,
 ) -> None:
     """Run the joins of an app. Ctrl-C or SIGTERM: finish the batch, commit, leave the group;
     a second signal exits at once."""
@@ -68,7 +85,17 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         session_timeout_ms=int(session_timeout * 1000),
         heartbeat_interval_ms=max(100, int(session_timeout * 1000) // 6),
     )
-    running = Worker(load_app(app, app_dir), options)
+    try:
+        loaded = load_app(app, app_dir)
+        running = Worker(loaded, options)
+        # Local settings first: failing on them later would leave Kafka clients half set up.
+        check_state_dir(running.state_dir, loaded.app_id)
+        if metrics_port is not None:
+            check_metrics_port(metrics_port)
+    except StreamJoinError as exc:
+        fail(escape(str(exc)))
+    if create_topics:
+        run_kafka(create_missing_inputs(loaded, running.bootstrap))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -22,10 +22,16 @@ def _join_partitions(app: App, counts: dict[str, int]) -> dict[str, int]:
     for spec in app.joins:
         where = f"join {spec.name!r}"
         missing = [t for t in (spec.left, spec.right) if t.name not in counts]
+        sides = (spec.left, spec.right)
+        known = [t.partitions for t in sides if t.partitions] + [
+            counts[t.name] for t in sides if t.name in counts
+        ]
         for topic in missing:
             problems.append(
-                f"{where}: input topic {topic.name!r} does not exist; create it "
-                f"(with {topic.partitions or 'the same number of'} partitions as its other side)"
+                f"{where}: input topic {topic.name!r} does not exist; create it with "
+                f"`streamjoin topics create {topic.name} --partitions "
+                f"{topic.partitions or (known[0] if known else 'N')}` (as many partitions as "
+                "its other side), or start the worker with --create-topics"
             )
         if missing:
             continue
