@@ -10,12 +10,15 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
+from streamjoin.cli.help_style import ConventionalGroup
 from streamjoin.errors import StreamJoinError
 
 __all__ = ("app", "fail", "main")
 
 app = typer.Typer(
     name="streamjoin",
+    cls=ConventionalGroup,
+    rich_markup_mode=None,
     help="Kafka Streams-style stream joins for Python.",
     no_args_is_help=True,
     add_completion=False,

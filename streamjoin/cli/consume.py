@@ -107,14 +107,15 @@ def consume(
     ] = False,
     max_records: Annotated[
         int | None,
-        typer.Option("--max", metavar="N", help="Stop after N records [default: no limit]."),
+        typer.Option("--max", metavar="N", help="Stop after N records.", show_default="no limit"),
     ] = None,
     timeout: Annotated[
         float | None,
         typer.Option(
             "--timeout",
             metavar="SECONDS",
-            help="Stop when no record has come for this long [default: wait for more].",
+            help="Stop when no record has come for this long.",
+            show_default="wait for more",
         ),
     ] = None,
     fmt: Annotated[

@@ -121,14 +121,17 @@ def produce(
         typer.Option(
             "--timestamp-field",
             metavar="FIELD",
-            help="Lines' JSON values carry the record timestamp (epoch ms) in this field "
-            "[default: the time of sending].",
+            help="Lines' JSON values carry the record timestamp (epoch ms) in this field.",
+            show_default="the time of sending",
         ),
     ] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> None:
-    """Send one record per line of stdin: KEY<TAB>VALUE, or a JSON value with --key-field.
-    Reads stdin to its end and checks every line first: a bad line sends nothing."""
+    """Send records read from stdin, one per line.
+
+    Each line is KEY<TAB>VALUE, or a JSON object with --key-field naming the key's field.
+    Reads stdin to its end and checks every line first: a bad line sends nothing.
+    """
     quiet_logs()
     if key_field is not None and not key_field:
         fail("--key-field needs a field name")

@@ -143,5 +143,19 @@ def test_a_state_dir_under_a_file_is_refused_before_kafka(tmp_path: Path) -> Non
 
 
 def test_an_unknown_on_error_choice_is_refused(tmp_path: Path) -> None:
-    error = refused(worker(write_app(tmp_path, "x"), "--on-error", "ignore"))
-    assert "ignore" in error and "dlq" in error and "fail" in error
+    done = subprocess.run(
+        worker(write_app(tmp_path, "x"), "--on-error", "ignore"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Invalid value for '--on-error'" in done.stderr
+    assert "'ignore' is not one of 'dlq', 'fail'." in done.stderr
+
+
+def test_a_negative_setting_is_refused_before_kafka(tmp_path: Path) -> None:
+    error = refused(
+        worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--max-task-idle-ms", "-5")
+    )
+    assert error == "error: --max-task-idle-ms -5: cannot be negative"
