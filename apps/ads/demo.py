@@ -176,12 +176,31 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
     return ok
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
     parser.add_argument("--impressions", type=int, default=40_000)
     parser.add_argument("--rate", type=float, default=1_200, help="records per second")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--traffic-only",
+        action="store_true",
+        help="only send the traffic to --bootstrap, into topics that exist (for workers run "
+        "elsewhere, as in docker/docker-compose.yml)",
+    )
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    if args.traffic_only:
+        if args.bootstrap is None:
+            sys.exit("--traffic-only needs --bootstrap HOST:PORT")
+        traffic = generate_traffic(args.impressions)
+        console.print(
+            f"sending {len(traffic.impressions)} impressions, {len(traffic.clicks)} clicks"
+        )
+        asyncio.run(produce_paced(args.bootstrap, traffic, args.rate, time.monotonic()))
+        return
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:

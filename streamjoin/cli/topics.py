@@ -31,6 +31,7 @@ def _config(compact: bool, entries: list[str]) -> dict[str, str]:
 @topics.command("create")
 def create(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to create.")],
+    *,
     partitions: Annotated[
         int,
         typer.Option(
@@ -48,6 +49,12 @@ def create(
             help="A topic setting, e.g. retention.ms=86400000 (repeatable).",
         ),
     ] = None,
+    if_not_exists: Annotated[
+        bool,
+        typer.Option(
+            "--if-not-exists", help="Leave topics that exist as they are instead of refusing."
+        ),
+    ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> None:
     """Create topics; refuses, creating none, if one of them exists already."""
@@ -57,10 +64,14 @@ def create(
     if len(set(names)) != len(names):
         fail(f"a topic is named twice: {' '.join(names)}")
     settings = _config(compact, config or [])
-    run_kafka(create_topics(bootstrap, [TopicSpec(n, partitions, settings) for n in names]))
+    specs = [TopicSpec(n, partitions, settings) for n in names]
+    existed = run_kafka(create_topics(bootstrap, specs, if_not_exists=if_not_exists))
     extra = "".join(f", {k}={v}" for k, v in sorted(settings.items()))
     for name in names:
-        typer.echo(f"created topic {name} ({partitions} partitions{extra})")
+        if name in existed:
+            typer.echo(f"topic {name} exists ({existed[name]} partitions), left as it is")
+        else:
+            typer.echo(f"created topic {name} ({partitions} partitions{extra})")
 
 
 async def _list(bootstrap: str) -> dict[str, int]:

@@ -97,20 +97,26 @@ async def ensure_topics(bootstrap: str, specs: Iterable[TopicSpec]) -> dict[str,
     return {name: spec.partitions for name, spec in wanted.items()}
 
 
-async def create_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> None:
+async def create_topics(
+    bootstrap: str, specs: Sequence[TopicSpec], *, if_not_exists: bool = False
+) -> dict[str, int]:
     """Create every topic of `specs` or none: bad partition counts and existing topics are
-    refused before anything is created (unlike `ensure_topics`, which accepts existing ones)."""
+    refused before anything is created (unlike `ensure_topics`, which accepts existing ones).
+    With `if_not_exists`, existing topics are left as they are instead. Returns the partition
+    count of each topic that existed already."""
     bad = [f"{s.name!r}: {s.partitions}" for s in specs if s.partitions < 1]
     if bad:
         raise ConfigurationError(f"a topic needs at least 1 partition ({', '.join(bad)})")
     async with open_admin(bootstrap) as admin:
         existing = await partition_counts(admin)
-        taken = [f"{s.name!r} ({existing[s.name]} partitions)" for s in specs if s.name in existing]
-        if taken:
-            raise TopicLayoutError(
-                f"topic {', '.join(taken)} already exists at {bootstrap}; nothing created"
-            )
-        await _create(admin, list(specs))
+        found = {s.name: existing[s.name] for s in specs if s.name in existing}
+        if found and not if_not_exists:
+            taken = ", ".join(f"{name!r} ({count} partitions)" for name, count in found.items())
+            raise TopicLayoutError(f"topic {taken} already exists at {bootstrap}; nothing created")
+        missing = [s for s in specs if s.name not in found]
+        if missing:
+            await _create(admin, missing)
+    return found
 
 
 _DEFAULT_SOURCES = (4, 5)

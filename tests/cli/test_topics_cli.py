@@ -63,6 +63,21 @@ def test_an_existing_topic_is_refused_and_nothing_is_created(
     assert fresh not in listed(broker)
 
 
+def test_if_not_exists_leaves_existing_topics_and_creates_the_rest(
+    broker: EmbeddedBroker, unique: str
+) -> None:
+    taken, fresh = f"kept-{unique}", f"new-{unique}"
+    assert run(broker, "topics", "create", taken, "-p", "2").exit_code == 0
+    result = run(broker, "topics", "create", taken, fresh, "-p", "3", "--if-not-exists")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"topic {taken} exists (2 partitions), left as it is",
+        f"created topic {fresh} (3 partitions)",
+    ]
+    topics = listed(broker)
+    assert topics[taken] == 2 and topics[fresh] == 3
+
+
 @pytest.mark.parametrize("count", ["0", "-1"])
 def test_a_partition_count_below_one_is_refused(
     broker: EmbeddedBroker, unique: str, count: str
