@@ -16,7 +16,7 @@ from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
-__all__ = ("register", "render")
+__all__ = ("Format", "register", "render")
 
 
 class Format(enum.StrEnum):
@@ -26,6 +26,11 @@ class Format(enum.StrEnum):
 
 def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="backslashreplace")
+
+
+def _one_line(text: str | None) -> str | None:
+    """Line breaks inside a key or value shown as \\n, so each record stays one line."""
+    return None if text is None else text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
@@ -47,11 +52,11 @@ def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
         f"partition={record.partition}",
         f"offset={record.offset}",
         f"timestamp={when.replace('+00:00', 'Z')}",
-        f"key={_text(record.key)}",
+        f"key={_one_line(_text(record.key))}",
     ]
     if headers:
-        parts.append("headers=" + ",".join(f"{k}={v}" for k, v in headers))
-    parts.append(f"value={_text(record.value)}")
+        parts.append("headers=" + ",".join(f"{k}={_one_line(v)}" for k, v in headers))
+    parts.append(f"value={_one_line(_text(record.value))}")
     return " ".join(parts)
 
 

@@ -6,12 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from aiokafka import ConsumerRecord
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.cli import app
+from streamjoin.cli.consume import Format, render
 from streamjoin.cli.produce import LineRecord, parse_lines
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.partitioning import partition_for_key
@@ -136,3 +138,32 @@ no_separators = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1)
 def test_key_tab_value_splits_at_the_first_tab(key: str, value: str) -> None:
     line = f"{key}\t{value}\tmore"
     assert parse_lines([line]) == [LineRecord(key.encode(), f"{value}\tmore".encode(), None)]
+
+
+def test_each_record_is_one_line_whatever_its_bytes() -> None:
+    record = ConsumerRecord(
+        topic="t",
+        partition=1,
+        offset=7,
+        timestamp=1_700_000_000_000,
+        timestamp_type=0,
+        key=b"k\n1",
+        value=b'{"a":\n"b"}\xff',
+        checksum=None,
+        serialized_key_size=3,
+        serialized_value_size=10,
+        headers=[("h", b"x\ny")],
+    )
+    assert render(record, Format.text) == (
+        "partition=1 offset=7 timestamp=2023-11-14T22:13:20.000Z key=k\\n1 headers=h=x\\ny "
+        'value={"a":\\n"b"}\\xff'
+    )
+    assert json.loads(render(record, Format.json)) == {
+        "topic": "t",
+        "partition": 1,
+        "offset": 7,
+        "timestamp": 1_700_000_000_000,
+        "key": "k\n1",
+        "value": '{"a":\n"b"}\\xff',
+        "headers": {"h": "x\ny"},
+    }
