@@ -25,18 +25,23 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from data import AdTraffic, Click, generate_traffic
-from verify import OUTPUT, OutputLog, collect_output, expected_pairs, pause_summary
+from report import Ownership, worker_report
+from verify import OUTPUT, OutputLog, collect_output, expected_pairs
 from workers import WorkerProcess
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
-console = Console(highlight=False)
+# Lines as they are: a log or CI output is not wrapped at 80 columns (a terminal wraps itself).
+console = Console(highlight=False, soft_wrap=True)
 
 
-async def produce_paced(bootstrap: str, traffic: AdTraffic, rate: float) -> int:
-    """Send the traffic in time order at about `rate` records per second."""
+async def produce_paced(
+    bootstrap: str, traffic: AdTraffic, rate: float, start: float
+) -> tuple[int, float]:
+    """Send the traffic in time order at about `rate` records per second, and say when it is
+    done; returns how many records, and when the last was acknowledged (monotonic)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
     sent, started = 0, time.monotonic()
@@ -54,9 +59,11 @@ async def produce_paced(bootstrap: str, traffic: AdTraffic, rate: float) -> int:
             if ahead > 0.02:
                 await asyncio.sleep(ahead)
         await producer.flush()
+        produced_at = time.monotonic()
+        console.print(f"{produced_at - start:5.1f} s  all {sent} records produced")
     finally:
         await producer.stop()
-    return sent
+    return sent, produced_at
 
 
 async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -> str:
@@ -69,6 +76,7 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
         TextColumn("{task.completed:,.0f} restored, {task.fields[remaining]} to go"),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as progress:
         bars: dict[str, TaskID] = {}
         while time.monotonic() < deadline:
@@ -116,29 +124,31 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
     )
     workers = [WorkerProcess(f"worker-{i}", bootstrap, work_dir) for i in (1, 2, 3)]
     log, stop_reading = OutputLog(expected), asyncio.Event()
+    ownership, left = Ownership(IMPRESSIONS), dict[str, float]()
     try:
         for worker in workers[:2]:
             worker.start()
         console.print("started worker-1 and worker-2")
         reader = asyncio.create_task(collect_output(bootstrap, PARTITIONS, log, stop_reading))
         start = time.monotonic()
-        producing = asyncio.create_task(produce_paced(bootstrap, traffic, rate))
+        following = asyncio.create_task(ownership.follow(workers, start, stop_reading))
+        producing = asyncio.create_task(produce_paced(bootstrap, traffic, rate, start))
         await at(start, 12)
         workers[2].start()
         console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
         restored_at_handoff = await watch_learners(workers[2], start, deadline=start + 45)
         await at(start, 30)
-        console.print(f"{time.monotonic() - start:5.1f} s  worker-1 leaves (scale-in)")
+        left["worker-1"] = time.monotonic() - start
+        console.print(f"{left['worker-1']:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
-        sent = await producing
-        produced_at = time.monotonic()
-        console.print(f"{produced_at - start:5.1f} s  all {sent} records produced")
+        _, produced_at = await producing
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(log.complete.wait(), 60)
         finished = time.monotonic()
-        metrics = {w.name: w.metrics() for w in workers if w.running}
+        snapshots = {w.name: w.samples() for w in workers if w.running}
         stop_reading.set()
         await reader
+        await following
     finally:
         for worker in workers:
             await asyncio.to_thread(worker.stop)
@@ -149,22 +159,15 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         f"output: {sum(log.pairs.values())} joined, {log.unclicked} unclicked "
         f"in {elapsed:.1f} s ({(sum(log.pairs.values()) + log.unclicked) / elapsed:,.0f} records/s)"
     )
-    rebalances = ", ".join(
-        f"{name} {int(m.get('streamjoin_rebalances_total', 0))}" for name, m in metrics.items()
-    )
-    console.print(f"assignments received: {rebalances} (worker-1 left earlier)")
     console.print(f"records worker-3 restored at hand-off: {restored_at_handoff}")
-
-    def total(name: str) -> float:
-        return sum(m.get(f"streamjoin_{name}", 0) for m in metrics.values())
-
-    console.print(
-        f"remaining workers: {total('records_in_total'):,.0f} input records fetched, "
-        f"{total('late_dropped_total'):,.0f} dropped as late, "
-        f"{total('dead_letters_total'):,.0f} dead letters"
-    )
-    pauses = log.longest_pauses(start + 8, max(produced_at, start + 8))
-    console.print(f"longest output pause of each task: {pause_summary(pauses)}")
+    pauses = {
+        task: (pause, began - start)
+        for task, (pause, began) in log.longest_pauses(
+            start + 8, max(produced_at, start + 8)
+        ).items()
+    }
+    for line in worker_report(snapshots, pauses, ownership, left):
+        console.print(line)
     ok = present == len(expected)
     if not ok:
         for worker in workers:
@@ -173,12 +176,31 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
     return ok
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
     parser.add_argument("--impressions", type=int, default=40_000)
     parser.add_argument("--rate", type=float, default=1_200, help="records per second")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--traffic-only",
+        action="store_true",
+        help="only send the traffic to --bootstrap, into topics that exist (for workers run "
+        "elsewhere, as in docker/docker-compose.yml)",
+    )
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    if args.traffic_only:
+        if args.bootstrap is None:
+            sys.exit("--traffic-only needs --bootstrap HOST:PORT")
+        traffic = generate_traffic(args.impressions)
+        console.print(
+            f"sending {len(traffic.impressions)} impressions, {len(traffic.clicks)} clicks"
+        )
+        asyncio.run(produce_paced(args.bootstrap, traffic, args.rate, time.monotonic()))
+        return
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:

@@ -45,18 +45,24 @@ class OutputLog:
         else:
             self.unclicked += 1
 
-    def longest_pauses(self, start: float, end: float) -> dict[int, float]:
-        """Per partition, the longest time without output between `start` and `end`."""
+    def longest_pauses(self, start: float, end: float) -> dict[int, tuple[float, float]]:
+        """Per partition, the longest time without output between `start` and `end`, and
+        when it began."""
         return {
-            partition: longest_gap(times, start, end)
+            partition: longest_gap_at(times, start, end)
             for partition, times in sorted(self.arrivals.items())
         }
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float:
     """The longest time between `start` and `end` with none of `times` in it."""
+    return longest_gap_at(times, start, end)[0]
+
+
+def longest_gap_at(times: list[float], start: float, end: float) -> tuple[float, float]:
+    """The longest time between `start` and `end` with none of `times` in it, and its start."""
     inside = [start, *(t for t in times if start <= t <= end), end]
-    return max(b - a for a, b in itertools.pairwise(inside))
+    return max((b - a, a) for a, b in itertools.pairwise(inside))
 
 
 async def collect_output(
@@ -82,10 +88,3 @@ def expected_pairs(traffic: AdTraffic) -> set[str]:
     return {
         c.auction_id for c in traffic.clicks if 0 <= c.timestamp_ms - shown[c.auction_id] <= 60_000
     }
-
-
-def pause_summary(pauses: dict[int, float]) -> str:
-    """Each task's longest pause, shortest first: tasks that stayed put, then those that moved."""
-    if not pauses:
-        return "no output"
-    return " ".join(f"{p:.1f}" for p in sorted(pauses.values())) + " s"

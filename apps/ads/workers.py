@@ -83,10 +83,6 @@ class WorkerProcess:
                 found.setdefault(metric, {})[labels.rstrip("}")] = float(value)
         return found
 
-    def metrics(self) -> dict[str, float]:
-        """Sum of each metric over its labels."""
-        return {name: sum(values.values()) for name, values in self.samples().items()}
-
     def stop(self, timeout: float = 30) -> int | None:
         """SIGTERM (finish, commit, leave the group); SIGKILL if it does not exit in time."""
         if self._process is None:
@@ -107,3 +103,8 @@ class WorkerProcess:
 
     def log_tail(self, lines: int = 15) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def totals(samples: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Sum of each metric over its labels."""
+    return {name: sum(values.values()) for name, values in samples.items()}

@@ -10,12 +10,15 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
+from streamjoin.cli.help_style import ConventionalGroup
 from streamjoin.errors import StreamJoinError
 
 __all__ = ("app", "fail", "main")
 
 app = typer.Typer(
     name="streamjoin",
+    cls=ConventionalGroup,
+    rich_markup_mode=None,
     help="Kafka Streams-style stream joins for Python.",
     no_args_is_help=True,
     add_completion=False,
@@ -28,7 +31,18 @@ def _root() -> None:
     """Kafka Streams-style stream joins for Python."""
 
 
-_COMMAND_MODULES = ("broker", "plan", "worker", "backfill", "audit", "archive", "describe")
+_COMMAND_MODULES = (
+    "broker",
+    "topics",
+    "produce",
+    "consume",
+    "worker",
+    "plan",
+    "backfill",
+    "audit",
+    "archive",
+    "describe",
+)
 
 _stderr = Console(stderr=True, highlight=False)
 

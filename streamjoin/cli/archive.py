@@ -20,9 +20,14 @@ __all__ = ("register",)
 
 
 def archive(  # noqa: PLR0917 - one parameter per command-line option
-    topic: Annotated[str, typer.Argument(help="The topic to archive.")],
-    to: Annotated[str, typer.Option("--to", help="Parquet directory to write (any Spark path).")],
-    bootstrap: Annotated[str, typer.Option(help="Kafka bootstrap servers.")] = "localhost:9092",
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="The topic to archive.")],
+    to: Annotated[
+        str,
+        typer.Option("--to", metavar="PATH", help="Parquet directory to write (any Spark path)."),
+    ],
+    bootstrap: Annotated[
+        str, typer.Option(metavar="HOST:PORT", help="Kafka bootstrap servers.")
+    ] = "localhost:9092",
     append: Annotated[
         bool, typer.Option(help="Add only the records archived since the last run.")
     ] = False,

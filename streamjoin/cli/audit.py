@@ -55,17 +55,26 @@ def _render(report: AuditReport, console: Console) -> None:
 
 
 def audit(  # noqa: PLR0917 - one parameter per command-line option
-    app: Annotated[str, typer.Argument(help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")],
-    join: Annotated[str, typer.Option(help="The name of the join to audit.")],
-    app_dir: Annotated[Path, typer.Option(help="Directory to import MODULE from.")] = Path("."),
+    app: Annotated[
+        str, typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")
+    ],
+    join: Annotated[str, typer.Option(metavar="NAME", help="The name of the join to audit.")],
+    app_dir: Annotated[
+        Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
+    ] = Path("."),
     from_: FromOption = None,
     to: ToOption = None,
     bootstrap: BootstrapOption = None,
     archive: ArchiveOption = None,
     group: Annotated[
-        str | None, typer.Option(help="The workers' consumer group (default: the app id).")
+        str | None,
+        typer.Option(
+            metavar="GROUP", help="The workers' consumer group.", show_default="the app id"
+        ),
     ] = None,
-    examples: Annotated[int, typer.Option(help="Examples shown per kind of difference.")] = 5,
+    examples: Annotated[
+        int, typer.Option(metavar="N", help="Examples shown per kind of difference.")
+    ] = 5,
     master: MasterOption = "local[*]",
     conf: ConfOption = None,
 ) -> None:

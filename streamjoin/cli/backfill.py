@@ -28,9 +28,13 @@ __all__ = ("register",)
 
 
 def backfill(  # noqa: PLR0917 - one parameter per command-line option
-    app: Annotated[str, typer.Argument(help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")],
-    join: Annotated[str, typer.Option(help="The name of the join to run.")],
-    app_dir: Annotated[Path, typer.Option(help="Directory to import MODULE from.")] = Path("."),
+    app: Annotated[
+        str, typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")
+    ],
+    join: Annotated[str, typer.Option(metavar="NAME", help="The name of the join to run.")],
+    app_dir: Annotated[
+        Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
+    ] = Path("."),
     from_: FromOption = None,
     to: ToOption = None,
     bootstrap: BootstrapOption = None,
@@ -39,13 +43,16 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
         list[str] | None,
         typer.Option(
             "--offsets",
+            metavar="TOPIC=START:END",
             help="Narrow a Kafka topic: TOPIC=START:END or TOPIC/PARTITION=START:END "
             "(either bound may be empty; repeatable).",
         ),
     ] = None,
-    output: Annotated[str | None, typer.Option(help="Write the results to Parquet here.")] = None,
+    output: Annotated[
+        str | None, typer.Option(metavar="PATH", help="Write the results to Parquet here.")
+    ] = None,
     output_topic: Annotated[
-        str | None, typer.Option(help="Produce the results to this topic instead.")
+        str | None, typer.Option(metavar="TOPIC", help="Produce the results to this topic instead.")
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --output.")] = False,
     drop_late: Annotated[

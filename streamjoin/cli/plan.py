@@ -117,7 +117,13 @@ def plan_command(
         typer.Option("--bootstrap", metavar="HOST:PORT", help="Broker for --from-group."),
     ] = None,
     assignor: Annotated[
-        str | None, typer.Option("--assignor", help="Plan with this assignor instead.")
+        str | None,
+        typer.Option(
+            "--assignor",
+            metavar="NAME",
+            help="Plan with this assignor instead of the scenario's: range, roundrobin, fair, "
+            "sticky, cooperative-sticky or stream-join-sticky.",
+        ),
     ] = None,
     join: Annotated[
         list[str] | None,

@@ -45,30 +45,43 @@ _SPARK_LOG_HINT = "Spark's log: --conf spark.log.level=WARN"
 
 MasterOption = Annotated[
     str,
-    typer.Option(help="Spark master, passed through: local[N] here, or a cluster's URL."),
+    typer.Option(
+        metavar="URL", help="Spark master, passed through: local[N] here, or a cluster's URL."
+    ),
 ]
 ConfOption = Annotated[
     list[str] | None,
-    typer.Option("--conf", help="A Spark setting KEY=VALUE (repeatable); overrides the defaults."),
+    typer.Option(
+        "--conf",
+        metavar="KEY=VALUE",
+        help="A Spark setting (repeatable); overrides the defaults.",
+    ),
 ]
 BootstrapOption = Annotated[
     str | None,
-    typer.Option(help="Kafka bootstrap servers (default: the app's broker)."),
+    typer.Option(
+        metavar="HOST:PORT", help="Kafka bootstrap servers.", show_default="the app's broker"
+    ),
 ]
 ArchiveOption = Annotated[
     list[str] | None,
     typer.Option(
         "--archive",
+        metavar="TOPIC=PATH",
         help="Read TOPIC from a Parquet archive instead of Kafka: TOPIC=PATH (repeatable).",
     ),
 ]
 FromOption = Annotated[
     str | None,
-    typer.Option("--from", help="Start of the time range: epoch ms or ISO-8601 (inclusive)."),
+    typer.Option(
+        "--from", metavar="TIME", help="Start of the time range: epoch ms or ISO-8601 (inclusive)."
+    ),
 ]
 ToOption = Annotated[
     str | None,
-    typer.Option("--to", help="End of the time range: epoch ms or ISO-8601 (exclusive)."),
+    typer.Option(
+        "--to", metavar="TIME", help="End of the time range: epoch ms or ISO-8601 (exclusive)."
+    ),
 ]
 
 

@@ -3,77 +3,191 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import os
 import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
+from streamjoin.cli import fail
+from streamjoin.cli.kafka_options import run_kafka
+from streamjoin.cli.worker_checks import (
+    check_metrics_port,
+    check_state_dir,
+    create_missing_inputs,
+)
+from streamjoin.dsl.app import App, AppSettings
 from streamjoin.dsl.loading import load_app
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.worker import Worker, WorkerOptions
 
 __all__ = ("register",)
 
 
+class OnError(enum.StrEnum):
+    dlq = "dlq"
+    fail = "fail"
+
+
+def _app_default(setting: str, unit: str = "") -> str:
+    """The help's default for an option that overrides one of the app's settings."""
+    return f"app setting, {getattr(AppSettings(), setting)}{unit}"
+
+
+def _override(app: App, **values: float | None) -> None:
+    """Apply the options given to the app's settings; a negative number is refused."""
+    for setting, value in values.items():
+        if value is None:
+            continue
+        if value < 0:
+            fail(f"--{setting.removesuffix('_s').replace('_', '-')} {value}: cannot be negative")
+        setattr(app.settings, setting, value)
+
+
 def worker(  # noqa: PLR0917 - one parameter per command-line option
-    app: Annotated[str, typer.Argument(help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")],
-    app_dir: Annotated[Path, typer.Option(help="Directory to import MODULE from.")] = Path("."),
+    app: Annotated[
+        str,
+        typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins)."),
+    ],
+    app_dir: Annotated[
+        Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
+    ] = Path("."),
     bootstrap: Annotated[
-        str | None, typer.Option(help="Kafka bootstrap servers (default: the app's broker).")
+        str | None,
+        typer.Option(
+            metavar="HOST:PORT",
+            help="Kafka bootstrap servers.",
+            show_default=_app_default("broker"),
+        ),
     ] = None,
     state_dir: Annotated[
-        Path | None, typer.Option(help="Where task state lives (default: the app's).")
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Where task state lives.", show_default=_app_default("state_dir")
+        ),
     ] = None,
     processing_guarantee: Annotated[
-        str, typer.Option(help="at_least_once (the only one so far).")
+        str,
+        typer.Option(
+            metavar="[at_least_once]",
+            help="The only one so far: outputs may repeat after a crash, never go missing.",
+        ),
     ] = "at_least_once",
     commit_interval: Annotated[
-        float | None, typer.Option(help="Seconds between commits (default: the app's).")
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Time between commits (commit_interval_s).",
+            show_default=_app_default("commit_interval_s", " s"),
+        ),
     ] = None,
     metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus metrics on this port.")
+        int | None,
+        typer.Option(
+            metavar="PORT", help="Serve Prometheus metrics on this port.", show_default="no metrics"
+        ),
     ] = None,
     on_error: Annotated[
-        str | None, typer.Option(help="Bad records: dlq (dead-letter topic) or fail.")
+        OnError | None,
+        typer.Option(
+            help="A bad record goes to the dead-letter topic <app_id>-dlq, or stops the worker.",
+            show_default=_app_default("on_error"),
+        ),
     ] = None,
     max_future_ms: Annotated[
         int | None,
         typer.Option(
-            help="A record stamped further ahead of the wall clock than this many ms is a bad "
-            "record: it never moves stream time (default: the app's, 1 hour)."
+            metavar="MS",
+            help="A record stamped further ahead of the wall clock than this is a bad record: it "
+            "never moves stream time (max_future_ms).",
+            show_default=_app_default("max_future_ms", " ms"),
         ),
     ] = None,
     broker_unavailable_timeout: Annotated[
         float | None,
         typer.Option(
-            help="Seconds to keep reconnecting to a broker that does not answer before exiting "
-            "(default: the app's, 180)."
+            metavar="SECONDS",
+            help="Time to keep reconnecting to a broker that does not answer before exiting "
+            "(broker_unavailable_timeout_s).",
+            show_default=_app_default("broker_unavailable_timeout_s", " s"),
         ),
     ] = None,
     session_timeout: Annotated[
-        float, typer.Option(help="Seconds without heartbeat before the group drops the worker.")
+        float,
+        typer.Option(
+            metavar="SECONDS", help="Time without heartbeat before the group drops the worker."
+        ),
     ] = 10.0,
     capacity: Annotated[int, typer.Option(help="Share of tasks relative to other workers.")] = 1,
     standby_replicas: Annotated[
-        int | None, typer.Option(help="Hot standbys per task (default: the app's, 0).")
+        int | None,
+        typer.Option(
+            help="Hot standbys per task (num_standby_replicas).",
+            show_default=_app_default("num_standby_replicas"),
+        ),
     ] = None,
     acceptable_recovery_lag: Annotated[
         int | None,
-        typer.Option(help="Changelog records behind at which a worker counts as caught up."),
+        typer.Option(
+            metavar="RECORDS",
+            help="Changelog records behind at which a learner counts as caught up "
+            "(acceptable_recovery_lag).",
+            show_default=_app_default("acceptable_recovery_lag"),
+        ),
+    ] = None,
+    max_warmup_replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Learners restoring state at once, group-wide (max_warmup_replicas).",
+            show_default=_app_default("max_warmup_replicas"),
+        ),
+    ] = None,
+    probing_rebalance_interval: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Fallback rebalance that promotes learners which caught up "
+            "(probing_rebalance_interval_s).",
+            show_default=_app_default("probing_rebalance_interval_s", " s"),
+        ),
+    ] = None,
+    max_task_idle_ms: Annotated[
+        int | None,
+        typer.Option(
+            metavar="MS",
+            help="How long a task waits for an empty input before going on without it "
+            "(max_task_idle_ms).",
+            show_default=_app_default("max_task_idle_ms"),
+        ),
     ] = None,
     instance_id: Annotated[
-        str | None, typer.Option(help="Static group membership id (group.instance.id).")
+        str | None,
+        typer.Option(metavar="ID", help="Static group membership id (group.instance.id)."),
     ] = None,
+    create_topics: Annotated[
+        bool,
+        typer.Option(
+            "--create-topics",
+            help="Create missing input topics with the partition counts the app declares "
+            "(Kafka Streams never creates inputs; neither does the worker without this).",
+        ),
+    ] = False,
 ) -> None:
-    """Run the joins of an app. Ctrl-C or SIGTERM: finish the batch, commit, leave the group;
-    a second signal exits at once."""
+    """Run an app's joins as one member of its worker group.
+
+    Ctrl-C or SIGTERM: finish the batch, commit, leave the group; a second signal exits at
+    once. A default "(app setting, X)" is the app's own (streamjoin.App(..., setting=X)),
+    which the option overrides; window_memory_bytes is set in the app only.
+    """
     options = WorkerOptions(
         bootstrap=bootstrap,
         state_dir=state_dir,
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
-        on_error=on_error,
+        on_error=None if on_error is None else on_error.value,
         max_future_ms=max_future_ms,
         broker_unavailable_timeout_s=broker_unavailable_timeout,
         processing_guarantee=processing_guarantee,
@@ -84,7 +198,23 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         session_timeout_ms=int(session_timeout * 1000),
         heartbeat_interval_ms=max(100, int(session_timeout * 1000) // 6),
     )
-    running = Worker(load_app(app, app_dir), options)
+    try:
+        loaded = load_app(app, app_dir)
+        _override(
+            loaded,
+            max_warmup_replicas=max_warmup_replicas,
+            probing_rebalance_interval_s=probing_rebalance_interval,
+            max_task_idle_ms=max_task_idle_ms,
+        )
+        running = Worker(loaded, options)
+        # Local settings first: failing on them later would leave Kafka clients half set up.
+        check_state_dir(running.state_dir, loaded.app_id)
+        if metrics_port is not None:
+            check_metrics_port(metrics_port)
+    except StreamJoinError as exc:
+        fail(escape(str(exc)))
+    if create_topics:
+        run_kafka(create_missing_inputs(loaded, running.bootstrap))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

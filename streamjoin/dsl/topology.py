@@ -10,7 +10,7 @@ Pure: partition counts of existing topics come in (from the broker, or the test 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from streamjoin.dsl.app import App
@@ -101,6 +101,26 @@ def _refuse_cycle(path: list[tuple[str, tuple[str, ...]]]) -> None:
     )
 
 
+def _missing_input(
+    topic: str,
+    readers: list[tuple[JoinSpec, int]],
+    repartitions: Sequence[Repartition],
+    existing: Mapping[str, int],
+) -> str:
+    """What to do about a source topic that does not exist, with the command that creates it."""
+    wanted = [f"join {spec.name!r}" for spec, _ in readers]
+    wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
+    others = [
+        existing.get(spec.right.name if index == 0 else spec.left.name) for spec, index in readers
+    ]
+    hint = next((n for n in others if n), "N")
+    return (
+        f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it with "
+        f"`streamjoin topics create {topic} --partitions {hint}` (as many partitions as the "
+        "other side of its join), or start the worker with --create-topics"
+    )
+
+
 def compile_topology(
     app: App, existing: Mapping[str, int], *, require_sources: bool = True
 ) -> Topology:
@@ -137,12 +157,7 @@ def compile_topology(
             return spec.into.partitions or count(spec.left.name)
         declared = _declared(app, topic)
         if declared is None and require_sources:
-            wanted = [f"join {s.name!r}" for s, _ in readers.get(topic, [])]
-            wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
-            problems.append(
-                f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it "
-                "(with as many partitions as the other side of its join)"
-            )
+            problems.append(_missing_input(topic, readers.get(topic, []), repartitions, existing))
         return declared
 
     def repartition_count(repartition: Repartition) -> int | None:

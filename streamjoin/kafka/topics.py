@@ -7,16 +7,24 @@ auto-creation (the embedded one among them) would create it with a default parti
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import for_code
 
-from streamjoin.errors import StreamJoinError
+from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.kafka.admin import open_admin
 
-__all__ = ("TopicLayoutError", "TopicSpec", "ensure_topics", "partition_counts")
+__all__ = (
+    "TopicLayoutError",
+    "TopicSpec",
+    "create_topics",
+    "ensure_topics",
+    "partition_counts",
+    "topic_config",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -87,3 +95,48 @@ async def ensure_topics(bootstrap: str, specs: Iterable[TopicSpec]) -> dict[str,
         if missing:
             await _create(admin, missing)
     return {name: spec.partitions for name, spec in wanted.items()}
+
+
+async def create_topics(
+    bootstrap: str, specs: Sequence[TopicSpec], *, if_not_exists: bool = False
+) -> dict[str, int]:
+    """Create every topic of `specs` or none: bad partition counts and existing topics are
+    refused before anything is created (unlike `ensure_topics`, which accepts existing ones).
+    With `if_not_exists`, existing topics are left as they are instead. Returns the partition
+    count of each topic that existed already."""
+    bad = [f"{s.name!r}: {s.partitions}" for s in specs if s.partitions < 1]
+    if bad:
+        raise ConfigurationError(f"a topic needs at least 1 partition ({', '.join(bad)})")
+    async with open_admin(bootstrap) as admin:
+        existing = await partition_counts(admin)
+        found = {s.name: existing[s.name] for s in specs if s.name in existing}
+        if found and not if_not_exists:
+            taken = ", ".join(f"{name!r} ({count} partitions)" for name, count in found.items())
+            raise TopicLayoutError(f"topic {taken} already exists at {bootstrap}; nothing created")
+        missing = [s for s in specs if s.name not in found]
+        if missing:
+            await _create(admin, missing)
+    return found
+
+
+_DEFAULT_SOURCES = (4, 5)
+"""DescribeConfigs sources STATIC_BROKER_CONFIG and DEFAULT_CONFIG: not set on the topic."""
+
+
+async def topic_config(admin: AIOKafkaAdminClient, topic: str) -> dict[str, tuple[str, bool]]:
+    """`topic`'s configuration as the broker reports it: name -> (value, is a default)."""
+    responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    config: dict[str, tuple[str, bool]] = {}
+    for response in responses:
+        for error_code, error_message, _kind, _name, entries in response.resources:
+            if error_code:
+                raise StreamJoinError(
+                    f"cannot describe the configuration of topic {topic!r}: "
+                    f"{error_message or for_code(error_code).__name__}"
+                )
+            for name, value, _read_only, source, *_ in entries:
+                # Version 0 answers is_default (a bool) where later versions answer the source.
+                default = source is True or (type(source) is int and source in _DEFAULT_SOURCES)
+                if value is not None:
+                    config[name] = (value, default)
+    return config

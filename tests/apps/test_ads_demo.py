@@ -32,3 +32,29 @@ def test_demo_joins_every_pair_while_workers_come_and_go(broker: EmbeddedBroker)
     assert expected > 8_000 and present == expected
     assert "worker-3 joins (scale-out)" in done.stdout
     assert "worker-1 leaves (scale-in)" in done.stdout
+    # Sent to a pipe, not a terminal: lines as written, none wrapped, no progress bars.
+    lines = done.stdout.splitlines()
+    assert all(line.strip() for line in lines), output
+    assert re.search(
+        r"^remaining workers: [\d,]+ input records fetched, [\d,]+ dropped as late, [\d,]+ "
+        r"dead letters$",
+        done.stdout,
+        re.M,
+    ), output
+    assert re.search(
+        r"^rebalances each remaining worker went through \(assignments it received, whether or "
+        r"not its tasks changed; worker-1 left earlier\): worker-2 \d+, worker-3 \d+$",
+        done.stdout,
+        re.M,
+    ), output
+    # Each task's longest pause, when, and its story: stayed, or moved from whom to whom and
+    # what its new worker had to restore first.
+    told = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"^  task (\d) +[\d.]+ s from +[\d.]+ s  (.+)$", done.stdout, re.M)
+    }
+    assert sorted(told) == list(range(8)), output
+    moved = [story for story in told.values() if " -> " in story]
+    assert moved, output
+    for story in moved:
+        assert re.search(r"nothing left to restore|restored [\d,]+ records|unknown", story)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pytest
 import yaml
+from typer._click.exceptions import UsageError  # typer's own click raises its own
+from typer.core import TyperGroup
+from typer.main import get_command
+
+from streamjoin.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
@@ -84,10 +92,83 @@ def test_dockerfile_installs_the_package_and_runs_the_same_worker() -> None:
 def test_the_worker_command_exists_with_the_options_compose_passes() -> None:
     from typer.testing import CliRunner
 
-    from streamjoin.cli import app
-
     command = _compose()["services"]["worker"]["command"]
     result = CliRunner().invoke(app, [*command[1:2], "--help"])
     assert result.exit_code == 0, result.output
     for option in command[3::2]:
         assert option in result.output
+
+
+def _demo() -> ModuleType:
+    """apps/ads/demo.py as a module (it puts apps/ads on the path for its own imports)."""
+    spec = importlib.util.spec_from_file_location("ads_demo", ROOT / "apps" / "ads" / "demo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _parses(args: list[str]) -> None:
+    """Parse a `streamjoin ...` command line as the CLI would (options, choices, arguments)
+    without running it; raises a UsageError if it is not a valid command line."""
+    command = get_command(app)
+    path = ["streamjoin"]
+    while args and isinstance(command, TyperGroup) and args[0] in command.commands:
+        path.append(args[0])
+        command = command.commands[args[0]]
+        args = args[1:]
+    assert not isinstance(command, TyperGroup), f"no such command: {' '.join(path + args)}"
+    command.make_context(" ".join(path), list(args))
+
+
+def test_every_service_runs_a_real_command_line() -> None:
+    services = _compose()["services"]
+    assert {"kafka", "topics", "traffic", "worker"} <= set(services)
+    for name, service in services.items():
+        if name == "kafka":
+            continue
+        command = service["command"]
+        if command[0] == "streamjoin":
+            _parses(command[1:])
+        else:
+            assert command[0] == "python", name
+            script = ROOT / "apps" / "ads" / command[1]
+            assert service["working_dir"] == "/app/apps/ads" and script.is_file(), name
+            _demo().arguments().parse_args(command[2:])
+    with pytest.raises(UsageError, match="No such option: --partition"):
+        _parses(["topics", "create", "x", "--partition", "8"])
+
+
+def test_topics_are_created_before_workers_and_traffic_start() -> None:
+    services = _compose()["services"]
+    demo = _demo()
+    command = services["topics"]["command"]
+    assert command[:3] == ["streamjoin", "topics", "create"]
+    options = command.index("--partitions")
+    assert set(command[3 : command.index("--partitions")]) == {demo.IMPRESSIONS, demo.CLICKS}
+    assert int(command[options + 1]) == demo.PARTITIONS
+    # `up` a second time finds the topics there: that must not fail the one-shot service.
+    assert "--if-not-exists" in command
+    assert services["topics"]["depends_on"]["kafka"]["condition"] == "service_healthy"
+    for name in ("worker", "traffic"):
+        depends = services[name]["depends_on"]["topics"]
+        assert depends["condition"] == "service_completed_successfully", name
+    traffic = services["traffic"]["command"]
+    assert "--traffic-only" in traffic
+    assert traffic[traffic.index("--bootstrap") + 1] == "kafka:19092"
+
+
+def test_the_image_builds_the_package_as_make_does() -> None:
+    text = DOCKERFILE.read_text()
+    copies = re.findall(r"^COPY (.+) (\S+)$", text, re.M)
+    sources = [source for line, _ in copies for source in line.split()]
+    for source in sources:
+        assert (ROOT / source).exists(), source
+    # setup.py compiles the per-record path (mypyc): it, pyproject.toml and the package come
+    # in before the install; the compiler too.
+    install = text.index("RUN pip install .")
+    for needed in ("setup.py", "pyproject.toml", "streamjoin"):
+        assert needed in sources and text.index(needed) < install, needed
+    assert re.search(r"apt-get install .*\bgcc\b", text) and text.index("gcc") < install
+    for service in ("topics", "traffic", "worker"):
+        assert _compose()["services"][service]["build"]["dockerfile"] == "docker/Dockerfile"

@@ -38,6 +38,8 @@ async def test_refuses_an_existing_topic_with_another_partition_count(
 
 
 async def test_unreachable_broker_says_what_to_do() -> None:
-    with pytest.raises(BrokerUnreachable, match=r"127\.0\.0\.1:1 .*streamjoin broker"):
+    with pytest.raises(
+        BrokerUnreachable, match=r"127\.0\.0\.1:1 \(connection refused\); .*streamjoin broker"
+    ):
         async with open_admin("127.0.0.1:1", timeout_ms=1000):
             pass

@@ -1,0 +1,150 @@
+"""`streamjoin consume TOPIC`: print a topic's records with their key, partition, offset,
+timestamp and headers (no consumer group: it reads every partition, commits nothing)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
+
+from streamjoin.cli import fail
+from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
+from streamjoin.kafka.watermarks import log_bounds, topic_partitions
+
+__all__ = ("Format", "register", "render")
+
+
+class Format(enum.StrEnum):
+    text = "text"
+    json = "json"
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="backslashreplace")
+
+
+def _one_line(text: str | None) -> str | None:
+    """Line breaks inside a key or value shown as \\n, so each record stays one line."""
+    return None if text is None else text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
+    """One line per record: `key=value` fields for people, or a JSON object for tools."""
+    headers = [(name, _text(value) or "") for name, value in record.headers]
+    if fmt is Format.json:
+        fields: dict[str, Any] = {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": _text(record.key),
+            "value": _text(record.value),
+            "headers": dict(headers),
+        }
+        return json.dumps(fields, ensure_ascii=False)
+    when = datetime.fromtimestamp(record.timestamp / 1000, UTC).isoformat(timespec="milliseconds")
+    parts = [
+        f"partition={record.partition}",
+        f"offset={record.offset}",
+        f"timestamp={when.replace('+00:00', 'Z')}",
+        f"key={_one_line(_text(record.key))}",
+    ]
+    if headers:
+        parts.append("headers=" + ",".join(f"{k}={_one_line(v)}" for k, v in headers))
+    parts.append(f"value={_one_line(_text(record.value))}")
+    return " ".join(parts)
+
+
+async def _consume(
+    bootstrap: str,
+    topic: str,
+    *,
+    from_beginning: bool,
+    limit: int | None,
+    idle_s: float | None,
+    fmt: Format,
+) -> int:
+    partitions = await topic_partitions(bootstrap, [topic])
+    # Where each partition ends now, from a fetch (ListOffsets is wrong on the embedded broker).
+    ends = (
+        {}
+        if from_beginning
+        else {(b.topic, b.partition): b.end for b in await log_bounds(bootstrap, partitions)}
+    )
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    printed, last_seen = 0, time.monotonic()
+    try:
+        consumer.assign(partitions)
+        if from_beginning:
+            await consumer.seek_to_beginning(*partitions)
+        for tp in partitions:
+            if not from_beginning:
+                consumer.seek(tp, ends[(tp.topic, tp.partition)])
+        while limit is None or printed < limit:
+            batches = await consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                for record in records:
+                    if limit is not None and printed >= limit:
+                        break
+                    typer.echo(render(record, fmt))
+                    printed += 1
+            if batches:
+                last_seen = time.monotonic()
+            elif idle_s is not None and time.monotonic() - last_seen > idle_s:
+                break
+    finally:
+        await consumer.stop()
+    return printed
+
+
+def consume(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to read.")],
+    *,
+    from_beginning: Annotated[
+        bool,
+        typer.Option("--from-beginning", help="Start at the oldest record, not at the end."),
+    ] = False,
+    max_records: Annotated[
+        int | None,
+        typer.Option("--max", metavar="N", help="Stop after N records.", show_default="no limit"),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Stop when no record has come for this long.",
+            show_default="wait for more",
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="One line per record: key=value fields or JSON.")
+    ] = Format.text,
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+) -> None:
+    """Print a topic's records, one per line, until --max, --timeout or Ctrl-C."""
+    quiet_logs()
+    if max_records is not None and max_records < 1:
+        fail(f"--max {max_records}: give at least 1")
+    if timeout is not None and timeout <= 0:
+        fail(f"--timeout {timeout}: give a number of seconds above 0")
+    run_kafka(
+        _consume(
+            bootstrap,
+            topic,
+            from_beginning=from_beginning,
+            limit=max_records,
+            idle_s=timeout,
+            fmt=fmt,
+        )
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(consume)
