@@ -23,7 +23,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from streamjoin.dsl.serdes import Serde
 from streamjoin.dsl.spec import Joiner, JoinSpec
 
-__all__ = ("apply_python_joiner",)
+__all__ = ("apply_python_joiner", "ship_by_value")
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,8 @@ def _installed_top_levels() -> set[str]:
     return set(importlib.metadata.packages_distributions())
 
 
-def _ship_by_value(objects: list[Any]) -> None:
+def ship_by_value(objects: list[Any]) -> None:
+    """Pickle the user's own modules among `objects` by value for the Spark workers."""
     installed = _installed_top_levels()
     for obj in objects:
         module_name = getattr(obj, "__module__", None)
@@ -87,10 +88,10 @@ def _ship_by_value(objects: list[Any]) -> None:
 
 def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: bool) -> DataFrame:
     """`joined` (JOINED_COLUMNS) with the joiner's output bytes in `value`."""
-    _ship_by_value([spec.joiner, spec.left.value_type, spec.right.value_type, spec.into.value_type])
+    ship_by_value([spec.joiner, spec.left.value_type, spec.right.value_type, spec.into.value_type])
     run = _RunJoiner(
-        spec.left.value_serde,
-        spec.right.value_serde,
+        spec.left_value_serde,
+        spec.right_value_serde,
         spec.into.value_serde,
         spec.joiner,
         skip_failures,
