@@ -153,21 +153,18 @@ def load_join(reference: str, app_dir: Path, join: str) -> tuple[App, JoinSpec]:
 
 
 def runnable_join(app: App, name: str) -> JoinSpec:
-    """The join `name`, if Spark can run it: not yet one that reads through key_by, filter or
-    map_values (a join reading another join's output is fine: Spark reads that topic)."""
+    """The join `name`, if Spark can run it: filter/map_values run there as in the worker, and
+    a join reading another join's output reads that topic; not yet a join that reads through
+    a key_by (Spark would shuffle instead of reading the repartition topic)."""
     spec = app.get_join(name)
     rekeyed = {r.topic.name: r for r in app.repartitions}
-    for side, topic, steps in (
-        ("left", spec.left, spec.left_steps),
-        ("right", spec.right, spec.right_steps),
-    ):
+    for side, topic in (("left", spec.left), ("right", spec.right)):
         repartition = rekeyed.get(topic.name)
-        before = (*repartition.steps, repartition.key_by) if repartition else ()
-        through = [step.describe() for step in (*before, *steps)]
-        if through:
+        if repartition is not None:
+            through = ", ".join(s.describe() for s in (*repartition.steps, repartition.key_by))
             raise ConfigurationError(
-                f"join {name!r}: its {side} input goes through {', '.join(through)}, which "
-                "Spark backfill/audit cannot run yet (no Spark shuffle for key_by, no "
-                "filter/map_values); run this join with the worker"
+                f"join {name!r}: its {side} input goes through {through}, which Spark "
+                "backfill/audit cannot run yet (no Spark shuffle for key_by); run this join "
+                "with the worker"
             )
     return spec

@@ -61,8 +61,8 @@ class _RunJoiner:
 def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: bool) -> DataFrame:
     """`joined` (JOINED_COLUMNS) with the joiner's output bytes in `value`."""
     run = _RunJoiner(
-        spec.left.value_serde,
-        spec.right.value_serde,
+        spec.left_value_serde,
+        spec.right_value_serde,
         spec.into.value_serde,
         spec.joiner,
         skip_failures,

@@ -17,6 +17,7 @@ from streamjoin.runtime.output import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.compiler import join_records
 from streamjoin.spark.joiner_fields import mapping_value
 from streamjoin.spark.joiner_python import apply_python_joiner
+from streamjoin.spark.steps import apply_steps
 
 __all__ = ("JoinOptions", "join_results", "output_records")
 
@@ -36,9 +37,18 @@ class JoinOptions:
 def join_results(
     spec: JoinSpec, left: DataFrame, right: DataFrame, options: JoinOptions = JoinOptions()
 ) -> DataFrame:
-    """JOINED_COLUMNS plus `value`, the joiner's output bytes, for every result it kept."""
+    """JOINED_COLUMNS plus `value`, the joiner's output bytes, for every result it kept.
+    Each side's filter/map_values steps run first, as in the worker's join task."""
+    skip = options.skip_failures
+    left = apply_steps(
+        left, spec.left_steps, spec.left.value_serde, spec.left_value_serde, skip_failures=skip
+    )
+    right = apply_steps(
+        right, spec.right_steps, spec.right.value_serde, spec.right_value_serde, skip_failures=skip
+    )
     joined = join_records(spec, left, right, drop_late=options.drop_late)
-    if isinstance(spec.joiner, FieldMapping) and not options.python_joiner:
+    # A field mapping reads the declared value types; after map_values it runs as Python.
+    if isinstance(spec.joiner, FieldMapping) and not options.python_joiner and not spec.has_steps:
         return joined.withColumn("value", mapping_value(spec, spec.joiner))
     return apply_python_joiner(spec, joined, skip_failures=options.skip_failures)
 

@@ -1,5 +1,5 @@
-"""Spark backfill/audit say in one line what they cannot run yet: joins reading through key_by,
-filter or map_values. A join reading another join's output runs (Spark reads that topic)."""
+"""Spark backfill/audit say in one line what they cannot run yet: joins reading through a key_by.
+filter/map_values run there, and a join reading another join's output reads that topic."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
     with pytest.raises(
         ConfigurationError,
         match="join 'a': its right input goes through filter\\(bool\\), "
-        "key_by\\('auction'\\), map_values\\(dict\\), which Spark backfill/audit cannot run yet",
+        "key_by\\('auction'\\), which Spark backfill/audit cannot run yet",
     ):
         runnable_join(app, "a")
     assert runnable_join(app, "b").name == "b"
+    app.join(app.topic("x"), app.topic("y").filter(bool), window=JoinWindows.of(1), into="z")(max)
+    assert runnable_join(app, "max").right_steps
