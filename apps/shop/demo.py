@@ -30,7 +30,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "ads")]
 
 from app import joins  # noqa: E402 - the app's modules live here
 from shop_data import Event, Order, Payment, encode, generate_shop, key_of  # noqa: E402
-from workers import WorkerProcess  # noqa: E402 - the ad demo's worker launcher
+from workers import WorkerProcess, totals  # noqa: E402 - the ad demo's worker launcher
 
 from streamjoin.broker import EmbeddedBroker  # noqa: E402
 from streamjoin.cli.describe import render  # noqa: E402
@@ -141,7 +141,7 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), 90)
         finished = time.monotonic()
-        metrics = {w.name: w.metrics() for w in workers if w.running}
+        metrics = {w.name: totals(w.samples()) for w in workers if w.running}
         stop.set()
         await reader
     finally:

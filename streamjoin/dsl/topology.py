@@ -102,18 +102,20 @@ def _refuse_cycle(path: list[tuple[str, tuple[str, ...]]]) -> None:
 
 
 def _missing_input(
+    app: App,
     topic: str,
     readers: list[tuple[JoinSpec, int]],
     repartitions: Sequence[Repartition],
     existing: Mapping[str, int],
 ) -> str:
-    """What to do about a source topic that does not exist, with the command that creates it."""
+    """What to do about a source topic that does not exist, with the command that creates it
+    (its partition count: declared, else that of the other side of its join)."""
     wanted = [f"join {spec.name!r}" for spec, _ in readers]
     wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
-    others = [
-        existing.get(spec.right.name if index == 0 else spec.left.name) for spec, index in readers
-    ]
-    hint = next((n for n in others if n), "N")
+    others = [spec.right.name if index == 0 else spec.left.name for spec, index in readers]
+    counts = [_declared(app, topic)]
+    counts += [existing.get(other) or _declared(app, other) for other in others]
+    hint = next((n for n in counts if n), "N")
     return (
         f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it with "
         f"`streamjoin topics create {topic} --partitions {hint}` (as many partitions as the "
@@ -156,8 +158,10 @@ def compile_topology(
             spec = by_output[topic]
             return spec.into.partitions or count(spec.left.name)
         declared = _declared(app, topic)
-        if declared is None and require_sources:
-            problems.append(_missing_input(topic, readers.get(topic, []), repartitions, existing))
+        if require_sources:  # a source must exist, declared or not (its count is then checked)
+            problems.append(
+                _missing_input(app, topic, readers.get(topic, []), repartitions, existing)
+            )
         return declared
 
     def repartition_count(repartition: Repartition) -> int | None:

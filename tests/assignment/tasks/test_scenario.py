@@ -31,9 +31,9 @@ def test_the_issue_example_plans_in_the_fixed_shape() -> None:
     assert set(result) == {"clients", "followup", "assign_ms"}
     assert isinstance(result["assign_ms"], float) and result["assign_ms"] >= 0
     assert result["clients"] == {
-        "c1": {"active": ["0_0"], "standby": [], "learner": []},
-        # c2 has the larger share: it takes the stateless task and warms up 0_0 as its standby.
-        "c2": {"active": ["1_0"], "standby": ["0_0"], "learner": []},
+        "c1": {"active": ["0_0"], "standby": [], "learner": [], "warmup": []},
+        # c2 has the larger share: it takes the stateless task and 0_0's standby (no move).
+        "c2": {"active": ["1_0"], "standby": ["0_0"], "learner": [], "warmup": []},
     }
     assert result["followup"] is False
 
