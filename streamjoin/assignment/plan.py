@@ -4,7 +4,9 @@ The engine of `streamjoin plan`, an operator's what-if tool: given topics, membe
 own now, it runs the assignor and reports each member's partitions and a summary (validity,
 balance, partitions kept and moved). For `cooperative-sticky` the `assignment` is what members
 receive in this rebalance, the summary's figures describe the group after the follow-up
-rebalance, and `revoked_now` / `follow_up` list the partitions in transit.
+rebalance, and `revoked_now` / `follow_up` list the partitions in transit. `ignored` counts the
+owned partitions the assignor left out of account: those of topics that are gone, or that their
+owner no longer subscribes to (Kafka's assignors ignore them too).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from streamjoin.assignment.cooperative import CooperativeStep
 from streamjoin.assignment.cooperative_sticky import CooperativeStickyAssignor
 from streamjoin.assignment.model import GroupAssignment, TopicPartition
 from streamjoin.assignment.registry import create_assignor
-from streamjoin.assignment.scenario import parse_scenario
+from streamjoin.assignment.scenario import Scenario, parse_scenario
 from streamjoin.assignment.stream_join_sticky import StreamJoinStickyAssignor
 from streamjoin.assignment.summary import balance, movement, problems
 
@@ -78,6 +80,7 @@ def plan(scenario: dict[str, Any]) -> dict[str, Any]:
         "moved": moved.moved,
         "released": moved.released,
         "new": moved.new,
+        "ignored": _ignored_claims(parsed),
         "moves": [
             {"topic": tp.topic, "partition": tp.partition, "from": list(before), "to": to}
             for tp, before, to in moved.moves
@@ -92,6 +95,16 @@ def plan(scenario: dict[str, Any]) -> dict[str, Any]:
         "assign_ms": round(elapsed * 1000, 3),
         "summary": summary,
     }
+
+
+def _ignored_claims(parsed: Scenario) -> int:
+    """Owned partitions of topics that are gone or that their owner no longer subscribes to."""
+    return sum(
+        1
+        for spec in parsed.members.values()
+        for tp in spec.owned
+        if tp.topic not in spec.topics or tp.partition >= parsed.topics.get(tp.topic, 0)
+    )
 
 
 def _assigned_count(assignment: GroupAssignment) -> int:
