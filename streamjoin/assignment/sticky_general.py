@@ -6,6 +6,8 @@
 3. While some member holds a partition that a member with at least two fewer partitions could
    consume, partitions move (see `sticky_balance`), previously owned ones only when moving
    partitions handed out in this rebalance cannot restore balance.
+4. Chains of moves narrow the spread to the least possible, and within it the assignment is made
+   the stickiest possible (see `sticky_optimal`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from itertools import chain
 
 from streamjoin.assignment.sticky_balance import balance
+from streamjoin.assignment.sticky_optimal import optimize
 from streamjoin.assignment.sticky_state import BalanceState, Holding
 from streamjoin.assignment.waterfill import fill_order, water_caps
 
@@ -63,4 +66,5 @@ def general_assign(
             loads[member] = cap
 
     balance(BalanceState(member_topics, subscribers, held, loads))
-    return [sorted(chain.from_iterable(k + new for k, new in h.values())) for h in held]
+    assigned = [sorted(chain.from_iterable(k + new for k, new in h.values())) for h in held]
+    return optimize(topic_ranges, topic_at, member_topics, owned, assigned)

@@ -34,17 +34,16 @@ def test_partitions_of_the_most_constrained_topics_are_placed_first() -> None:
     ]
 
 
-def test_new_partitions_are_shuffled_rather_than_moving_an_owned_one() -> None:
-    """A member left behind t1's partitions 4 and 7. Handed out least-loaded first they go to
-    m1 and m3, leaving m1 two above m2, which could take m1's owned t0 partition 3. Passing m1's
-    new partition on to m3, whose partitions m2 cannot consume, balances without moving 3."""
+def test_balance_comes_first_then_the_fewest_owned_partitions_move() -> None:
+    """A member left behind t1's partitions 4 and 7. Shuffling new partitions alone leaves loads
+    2, 2, 1, 3 (KIP-54-balanced: m2 consumes only t0, m3 holds only t1), but loads of 2 each
+    are reachable: m1's owned t0 partition 3 goes to m2 and m1 takes 7, one owned partition
+    moved, the fewest that balance allows."""
     topics = ranges(4, 4)  # t0: 0-3, t1: 4-7
     member_topics = [[0], [0, 1], [0], [0, 1]]
     owned = [[0, 2], [3, 5], [1], [6]]
     result = general_assign(topics, member_topics, owned)
-    assert result == [[0, 2], [3, 5], [1], [4, 6, 7]]
-    topic_of = {p: t for t, r in enumerate(topics) for p in r}
-    assert balanced(result, topic_of, member_topics)
+    assert result == [[0, 2], [5, 7], [1, 3], [4, 6]]
 
 
 @st.composite

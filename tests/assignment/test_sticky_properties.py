@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 from collections.abc import Mapping
 
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from streamjoin.assignment.model import Assignment, GroupAssignment, Subscription, TopicPartition
 from streamjoin.assignment.sticky import StickyAssignor
 from streamjoin.assignment.sticky_user_data import encode_sticky_user_data
+from tests.assignment.flow_bounds import best
 
 Topics = dict[str, int]
 Subscribed = dict[str, tuple[str, ...]]
@@ -157,16 +159,16 @@ def test_identical_subscriptions_keep_as_much_as_balance_allows(group, data) -> 
 
 def balanced_completion_exists(topics, subscribed, before, leaver) -> bool:
     """Whether the leaver's partitions can go to the others so that nothing else moves and the
-    result is balanced (brute force)."""
+    result is as balanced as any assignment (the least sum of squared loads; brute force)."""
     rest = {m: ts for m, ts in subscribed.items() if m != leaver}
     orphans = [tp for tp in before[leaver] if any(tp.topic in ts for ts in rest.values())]
     options = [[m for m, ts in rest.items() if tp.topic in ts] for tp in orphans]
-    can = eligible(topics, rest)
+    consuming = {m: ts for m, ts in rest.items() if any(topics[t] for t in ts)}
+    least = best(topics, consuming, {}).squares if consuming else 0
     for choice in itertools.product(*options):
-        trial = {m: list(before[m]) for m in rest}
-        for tp, m in zip(orphans, choice, strict=True):
-            trial[m].append(tp)
-        if balanced({m: Assignment(tuple(p)) for m, p in trial.items()}, can):
+        loads = Counter({m: len(before[m]) for m in rest})
+        loads.update(choice)
+        if sum(n * n for n in loads.values()) == least:
             return True
     return False
 
