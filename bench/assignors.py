@@ -21,14 +21,27 @@ balanced as KIP-54 defines it, and partitions kept and moved against what member
 Java's StickyAssignor, measured on these machines at 1,000 x 100,000 (100 topics), takes
 about 50 ms fresh and 120-150 ms per leave or join once warm.
 
+`--cold` instead times the first call in a fresh process, as a group leader pays it on its first
+rebalance after a restart: per assignor and step (fresh, leave, join) a new Python process
+imports the assignor, reads the group's inputs (prepared by this process, untimed) and times its
+first call, then warm calls (the best of three), next to Java's warm times measured in-JVM
+(Kafka 3.9.1: sticky 53 / 119 / 148 ms, cooperative-sticky 19 / 99 / 95 ms); the goal is a cold
+call within 2x of those.
+
     python bench/assignors.py [--sizes 100x10000,300x30000,1000x100000] [--no-memory]
+    python bench/assignors.py --cold [--sizes 1000x100000]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
+import pickle
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Mapping
@@ -187,11 +200,82 @@ def steps(members: int, partitions: int) -> list[tuple[str, dict[str, int], Grou
     ]
 
 
+JAVA_WARM_MS = {
+    ("sticky", "fresh"): 53,
+    ("sticky", "leave"): 119,
+    ("sticky", "join"): 148,
+    ("cooperative-sticky", "fresh"): 19,
+    ("cooperative-sticky", "leave"): 99,
+    ("cooperative-sticky", "join"): 95,
+}
+"""Kafka 3.9.1's Java assignors at 1,000 x 100,000, warm JVM (measured, see the issue)."""
+
+
+def cold_child(name: str, step: str, size: str, inputs: str) -> None:
+    """In a fresh process: the first call and the best of three warm ones, as JSON."""
+    members, partitions = (int(x) for x in size.split("x"))
+    with open(inputs, "rb") as file:
+        pairs: dict[str, list[tuple[str, int]]] = pickle.load(file)
+    _, counts, before, group, reports = next(s for s in steps(members, partitions) if s[0] == step)
+    owned = {
+        m: tuple(TopicPartition(t, p) for t, p in tps)
+        for m, tps in pairs.items()
+        if m in before and reports
+    }
+    run = contender(name, counts, group, owned)
+    timings = []
+    for _ in range(4):
+        wall, cpu = time.perf_counter(), time.process_time()
+        run.call()
+        timings.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
+    warm = min(timings[1:], key=lambda t: t[1])
+    print(json.dumps({"cold": timings[0], "warm": warm}))
+
+
+def cold(sizes: str) -> None:
+    print(
+        f"{'members x partitions':>22} {'step':<6} {'assignor':<19} "
+        f"{'cold wall/cpu ms':>17} {'warm wall/cpu ms':>17} {'Java warm':>9} {'cold cpu/Java':>13}"
+    )
+    for size in sizes.split(","):
+        members, partitions = (int(x) for x in size.split("x"))
+        for name in ASSIGNORS[:2]:
+            _, counts, _, group, _ = steps(members, partitions)[0]
+            fresh = measure(contender(name, counts, group, {}), memory=False).result
+            with tempfile.NamedTemporaryFile(suffix=".pickle") as inputs:
+                pairs = {m: [(tp.topic, tp.partition) for tp in tps] for m, tps in fresh.items()}
+                pickle.dump(pairs, inputs)
+                inputs.flush()
+                for step in ("fresh", "leave", "join"):
+                    child = [sys.executable, __file__, "--cold-child", name, step, size]
+                    out = subprocess.run(
+                        [*child, inputs.name], check=True, capture_output=True, text=True
+                    ).stdout
+                    figures = json.loads(out)
+                    (cold_wall, cold_cpu), (warm_wall, warm_cpu) = figures["cold"], figures["warm"]
+                    java = JAVA_WARM_MS.get((name, step)) if size == "1000x100000" else None
+                    ratio = f"{cold_cpu / java:12.1f}x" if java else f"{'-':>13}"
+                    print(
+                        f"{members:>10,} x {partitions:<9,} {step:<6} {name:<19} "
+                        f"{cold_wall:8.1f}/{cold_cpu:<8.1f} {warm_wall:8.1f}/{warm_cpu:<8.1f} "
+                        f"{java or '-':>9} {ratio}"
+                    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100x10000,300x30000,1000x100000")
+    parser.add_argument("--sizes", default=None, help="default: 100x10000,300x30000,1000x100000")
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
+    parser.add_argument("--cold", action="store_true", help="first calls in fresh processes")
+    parser.add_argument("--cold-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_child:
+        cold_child(*args.cold_child)
+        return
+    if args.cold:
+        cold(args.sizes or "1000x100000")
+        return
+    args.sizes = args.sizes or "100x10000,300x30000,1000x100000"
     logging.disable(logging.WARNING)  # aiokafka logs every assignment step at INFO
     print(
         f"{'members x partitions':>22} {'step':<8} {'assignor':<19} {'wall ms':>9} {'cpu ms':>9} "

@@ -60,15 +60,19 @@ def cooperative_step(
     nothing). Ownership reported for a member that is not in `target` is ignored: that member
     has left the group, so its partitions are free. Every member's user data is kept.
     """
-    owned_by = {member: frozenset(owned.get(member, ())) for member in sorted(target)}
-    owned_by_someone: frozenset[TopicPartition] = frozenset().union(*owned_by.values())
+    reported = {member: tuple(owned.get(member, ())) for member in sorted(target)}
+    owned_by_someone: frozenset[TopicPartition] = frozenset().union(*reported.values())
     assignment: GroupAssignment = {}
     revoked: dict[str, tuple[TopicPartition, ...]] = {}
     pending: dict[str, tuple[TopicPartition, ...]] = {}
-    for member, mine in owned_by.items():
+    for member, claimed in reported.items():
         given = target[member]
-        assigned = frozenset(given.partitions)
+        if given.partitions == claimed or not (claimed or owned_by_someone):
+            assignment[member] = given  # keeps exactly what it owns, or nobody owns anything
+            continue
         # Set operations, not a loop per partition: this runs on 100,000 partitions.
+        mine = frozenset(claimed)
+        assigned = frozenset(given.partitions)
         withheld = (assigned - mine) & owned_by_someone
         if withheld:
             now = tuple(tp for tp in given.partitions if tp not in withheld)

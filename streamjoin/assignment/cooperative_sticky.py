@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.cooperative import CooperativeStep, cooperative_step
 from streamjoin.assignment.model import (
     NO_GENERATION,
@@ -48,6 +49,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
     def __init__(self) -> None:
         self._generation = NO_GENERATION
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],
@@ -55,6 +57,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
     ) -> GroupAssignment:
         return self.assign_step(partitions_per_topic, subscriptions).assignment
 
+    @without_collector
     def assign_step(
         self,
         partitions_per_topic: Mapping[str, int],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,
@@ -27,6 +28,7 @@ __all__ = ("FairAssignor",)
 class FairAssignor(PartitionAssignor):
     name = "fair"
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,
@@ -26,6 +27,7 @@ __all__ = ("RangeAssignor",)
 class RangeAssignor(PartitionAssignor):
     name = "range"
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,
@@ -24,6 +25,7 @@ __all__ = ("RoundRobinAssignor",)
 class RoundRobinAssignor(PartitionAssignor):
     name = "roundrobin"
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],

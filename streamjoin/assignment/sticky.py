@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 
 from streamjoin.assignment.claims import resolve_claims
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -106,6 +107,7 @@ class StickyAssignor(PartitionAssignor):
         self._owned: tuple[TopicPartition, ...] | None = None
         self._generation = NO_GENERATION
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],

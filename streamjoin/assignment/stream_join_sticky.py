@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from itertools import compress
 
 from streamjoin.assignment.claims import resolve_claims
+from streamjoin.assignment.collector import without_collector
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -121,6 +122,7 @@ class StreamJoinStickyAssignor(PartitionAssignor):
         self._owned_numbers: tuple[int, ...] | None = None
         self._epoch = NO_GENERATION
 
+    @without_collector
     def assign(
         self,
         partitions_per_topic: Mapping[str, int],
