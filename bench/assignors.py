@@ -51,7 +51,10 @@ from typing import Any
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from streamjoin.assignment.cooperative_sticky import CooperativeStickyAssignor
+from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
+from streamjoin.assignment.consumer.sticky import StickyAssignor
+from streamjoin.assignment.consumer.sticky_user_data import encode_sticky_user_data
+from streamjoin.assignment.consumer.summary import is_balanced
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -59,9 +62,6 @@ from streamjoin.assignment.model import (
     Subscription,
     TopicPartition,
 )
-from streamjoin.assignment.sticky import StickyAssignor
-from streamjoin.assignment.sticky_user_data import encode_sticky_user_data
-from streamjoin.assignment.summary import is_balanced
 
 TOPICS = 10
 AIOKAFKA_LIMIT = 30_000

@@ -13,8 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
 
-from streamjoin.assignment.aiokafka_adapter import AiokafkaAssignor
-from streamjoin.assignment.consumer_protocol import encode_assignment, encode_subscription
+from streamjoin.assignment.consumer.aiokafka_adapter import AiokafkaAssignor
+from streamjoin.assignment.consumer.consumer_protocol import encode_assignment, encode_subscription
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.cli import app
