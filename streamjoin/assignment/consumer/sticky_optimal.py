@@ -178,28 +178,41 @@ def _negative_cycle(counts: _Counts) -> list[tuple[int, int]] | None:
     nodes = sink + 1
     distance = [0] * nodes
     via = [-1] * nodes
-    last = -1
     for _ in range(nodes):
-        last = -1
+        relaxed = False
         for index, (a, b, cost) in enumerate(arcs):
             if distance[a] + cost < distance[b]:
                 distance[b] = distance[a] + cost
                 via[b] = index
-                last = b
-        if last < 0:
+                relaxed = True
+        if not relaxed:
             return None
-    node = last
-    for _ in range(nodes):
-        node = arcs[via[node]][0]
-    cycle: list[tuple[int, int]] = []
-    start = node
-    while True:
-        a, b, _ = arcs[via[node]]
-        cycle.append((a, b))
-        node = a
-        if node == start:
-            break
-    return cycle[::-1]
+        # A cycle among the predecessors is a negative one: look after every round, as one
+        # usually shows long before Bellman-Ford's last round would prove it.
+        cycle = _predecessor_cycle(arcs, via)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def _predecessor_cycle(
+    arcs: list[tuple[int, int, int]], via: list[int]
+) -> list[tuple[int, int]] | None:
+    """A cycle in the graph of each node's last relaxing arc, as arcs, if there is one."""
+    state = [0] * len(via)  # 0: not seen, 1: on the current walk, 2: no cycle through it
+    for start in range(len(via)):
+        walk: list[int] = []
+        node = start
+        while node >= 0 and state[node] == 0:
+            state[node] = 1
+            walk.append(node)
+            node = arcs[via[node]][0] if via[node] >= 0 else -1
+        if node >= 0 and state[node] == 1:
+            loop = walk[walk.index(node) :]
+            return [(arcs[via[n]][0], n) for n in loop]
+        for seen in walk:
+            state[seen] = 2
+    return None
 
 
 def _push(counts: _Counts, cycle: list[tuple[int, int]]) -> None:
