@@ -1,9 +1,12 @@
 """`sticky` (KIP-54 with KIP-341's generation fix): as balanced as possible, then as sticky.
 
-Balanced means what KIP-54 says: partition counts differ by at most one, or no partition can move
-to a member that could consume it and holds two or more fewer. Within that, as many partitions as
-possible stay with their previous owner. Previous ownership comes from each member's report;
-when two members claim a partition the higher generation wins (see `claims`).
+Balanced means at least what KIP-54 says (counts differ by at most one, or no partition can move
+to a member that could consume it and holds two or more fewer), and more: the spread is the least
+any assignment of the group reaches, even where only a chain of moves gets there (mixed
+subscriptions; see `sticky_optimal`). Within that, as many partitions as possible stay with their
+previous owner. Previous ownership comes from each member's report; when two members claim a
+partition the higher generation wins (see `claims`). Owned partitions of topics that are gone or
+no longer subscribed to are ignored.
 
 `sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
 all members subscribe to the same topics and KIP-54's general algorithm otherwise.
