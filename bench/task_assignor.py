@@ -7,7 +7,11 @@ clients with 1,000 threads each. This times streamjoin's assignor on the same sh
 stateful actives moved when 10 clients become 11, against the canonical round-robin target
 Kafka balances toward, measured in the same run.
 
-Run: python bench/task_assignor.py [--repeat N]
+`--clusters N` instead runs N random clusters (convergence.run_random_cluster: capacities 1-4,
+0-3 standbys, stateless and stateful tasks, clients stopping, starting and coming back) and
+counts those that converged balanced within Kafka's bound of 2 x (S + S x standbys) rebalances.
+
+Run: python bench/task_assignor.py [--repeat N] [--clusters N [--seed S]]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 from streamjoin.assignment.tasks import AssignorSettings, TaskId, TaskSpec, assign_tasks
+from streamjoin.assignment.tasks.convergence import ClusterFailure, run_random_cluster
 from streamjoin.assignment.tasks.round_robin_baseline import round_robin_assign
 from streamjoin.assignment.tasks.simulation import AssignFunction, Cluster, clients_named
 
@@ -89,10 +94,43 @@ def scale_out(assign: AssignFunction, tasks: int, standbys: int) -> tuple[int, i
     return cluster.moves - moves_before, cluster.rebalances - rebalances_before
 
 
+def random_clusters(count: int, first_seed: int) -> None:
+    """Run `count` random clusters; print how many converged balanced, and the failures."""
+    started = time.perf_counter()
+    failures: list[tuple[int, str]] = []
+    events = rebalances = 0
+    worst_ratio = 0.0
+    for seed in range(first_seed, first_seed + count):
+        try:
+            outcome = run_random_cluster(seed)
+        except ClusterFailure as exc:
+            failures.append((seed, str(exc)))
+            continue
+        events += outcome.events + 1
+        rebalances += outcome.rebalances
+        worst_ratio = max(worst_ratio, outcome.worst / outcome.bound)
+    passed = count - len(failures)
+    print(
+        f"{count} random clusters from seed {first_seed}: {passed} ({100 * passed / count:.2f}%) "
+        f"converged balanced within Kafka's bound, in {time.perf_counter() - started:.0f} s"
+    )
+    print(
+        f"  {events} perturbations, {rebalances / max(events, 1):.2f} rebalances each on "
+        f"average; the slowest used {100 * worst_ratio:.0f}% of its bound"
+    )
+    for seed, reason in failures:
+        print(f"  FAILED run_random_cluster({seed}): {reason}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per shape (median shown)")
+    parser.add_argument("--clusters", type=int, help="run this many random clusters instead")
+    parser.add_argument("--seed", type=int, default=0, help="first seed for --clusters")
     args = parser.parse_args()
+    if args.clusters:
+        random_clusters(args.clusters, args.seed)
+        return
     print("time per assignment (Kafka's bound: 120 s; round-robin = computing its target alone)")
     for shape in SHAPES:
         cold, warm, baseline = time_shape(shape, args.repeat)

@@ -14,10 +14,10 @@ from typing import Any
 
 from aiokafka.errors import IncompatibleBrokerVersion, KafkaError, UnsupportedVersionError
 
-from streamjoin.assignment.consumer_protocol import decode_assignment, decode_subscription
+from streamjoin.assignment.consumer.consumer_protocol import decode_assignment, decode_subscription
+from streamjoin.assignment.consumer.stream_join_sticky import StreamJoinStickyAssignor
+from streamjoin.assignment.consumer.stream_join_user_data import decode_stream_join_assignment
 from streamjoin.assignment.model import NO_GENERATION
-from streamjoin.assignment.stream_join_sticky import StreamJoinStickyAssignor
-from streamjoin.assignment.stream_join_user_data import decode_stream_join_assignment
 from streamjoin.errors import ConfigurationError, ProtocolDecodeError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import partition_counts

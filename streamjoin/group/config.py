@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamjoin.assignment.consumer.registry import create_assignor
 from streamjoin.assignment.model import PartitionAssignor
-from streamjoin.assignment.registry import create_assignor
 from streamjoin.errors import ConfigurationError
 
 __all__ = ("MemberConfig", "resolve_assignors")

@@ -19,12 +19,12 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from streamjoin.assignment.consumer_protocol import (
+from streamjoin.assignment.consumer.consumer_protocol import (
     LATEST_VERSION,
     decode_subscription,
     encode_assignment,
 )
-from streamjoin.assignment.cooperative import cooperative_step
+from streamjoin.assignment.consumer.cooperative import cooperative_step
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Mapping
 
-from streamjoin.assignment.consumer_protocol import decode_assignment
+from streamjoin.assignment.consumer.consumer_protocol import decode_assignment
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,

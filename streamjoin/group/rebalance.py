@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from streamjoin.assignment.consumer_protocol import encode_subscription
+from streamjoin.assignment.consumer.consumer_protocol import encode_subscription
 from streamjoin.assignment.model import (
     PartitionAssignor,
     RebalanceProtocol,

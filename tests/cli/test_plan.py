@@ -13,8 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
 
-from streamjoin.assignment.aiokafka_adapter import AiokafkaAssignor
-from streamjoin.assignment.consumer_protocol import encode_assignment, encode_subscription
+from streamjoin.assignment.consumer.aiokafka_adapter import AiokafkaAssignor
+from streamjoin.assignment.consumer.consumer_protocol import encode_assignment, encode_subscription
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.cli import app
@@ -88,9 +88,9 @@ def test_cooperative_sticky_lists_revocations_and_the_follow_up(tmp_path: Path) 
     [
         ({**SCENARIO, "assignor": "nope"}, [], "scenario: assignor: unknown assignor 'nope'"),
         (
-            {**SCENARIO, "members": {"m": {"topics": ["t0"], "owned": [["t9", 0]]}}},
+            {**SCENARIO, "members": {"m": {"topics": ["t9"]}}},
             [],
-            "scenario: members.m.owned[0]: topic 't9' is not in \"topics\"",
+            "scenario: members.m.topics[0]: topic 't9' is not in \"topics\"",
         ),
         (
             {**SCENARIO, "members": {"m": {"topics": ["t0"], "owned": [["t0", -3]]}}},

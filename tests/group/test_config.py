@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streamjoin.assignment.range import RangeAssignor
+from streamjoin.assignment.consumer.range import RangeAssignor
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.config import MemberConfig, resolve_assignors
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiokafka.client import AIOKafkaClient
 
-from streamjoin.assignment.consumer_protocol import (
+from streamjoin.assignment.consumer.consumer_protocol import (
     decode_subscription,
     encode_assignment,
     encode_subscription,

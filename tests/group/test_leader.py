@@ -7,10 +7,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from streamjoin.assignment.consumer_protocol import (
+from streamjoin.assignment.consumer.consumer_protocol import (
     decode_assignment,
     encode_subscription,
 )
+from streamjoin.assignment.consumer.range import RangeAssignor
+from streamjoin.assignment.consumer.registry import create_assignor
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,
@@ -19,8 +21,6 @@ from streamjoin.assignment.model import (
     Subscription,
     TopicPartition,
 )
-from streamjoin.assignment.range import RangeAssignor
-from streamjoin.assignment.registry import create_assignor
 from streamjoin.group.coordinator import JoinedMember
 from streamjoin.group.errors import GroupError
 from streamjoin.group.leader import assign_members, decode_members

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer_protocol import decode_subscription
+from streamjoin.assignment.consumer.consumer_protocol import decode_subscription
+from streamjoin.assignment.consumer.registry import ASSIGNORS, create_assignor
 from streamjoin.assignment.model import NO_GENERATION, RebalanceProtocol, TopicPartition
-from streamjoin.assignment.registry import ASSIGNORS, create_assignor
 from streamjoin.group.errors import ErrorCode, FatalGroupError
 from streamjoin.group.rebalance import (
     change_after_sync,

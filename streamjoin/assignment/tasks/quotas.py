@@ -122,6 +122,7 @@ class _RowQuota:
         bounds: Mapping[str, tuple[int, int]],
     ) -> None:
         self.clients = sorted(weights)
+        self.weights = weights
         capacity = sum(weights.values())
         self.order = sorted(rows)
         self.cells: dict[int, dict[str, int]] = {}
@@ -224,10 +225,46 @@ class _RowQuota:
                 if self._lift(client):
                     continue
                 donors = [c for c in self.clients if self.low[c] < 0 and self.holders[c]]
-                if not donors:
+                if donors:
+                    donor = min(donors, key=lambda c: (self.low[c], c))
+                    self._move(self.holders[donor][-1], donor, client)
+                elif not self._move_cell(client):
                     break
-                donor = min(donors, key=lambda c: (self.low[c], c))
-                self._move(self.holders[donor][-1], donor, client)
+
+    def _move_cell(self, needy: str) -> bool:
+        """Give `needy` one of a rounded-down cell's tasks from a client above its lower bound.
+
+        The last resort, when no extra can reach `needy`: say capacities 2, 2, 2, 1, 1 and
+        shares of a 4-task row 1, 1, 1, 0.5, 0.5 with one extra, while both capacity-1 clients
+        are short of their totals. Totals come first (Kafka's B1); the row's spread then ends
+        at most one task per unit of capacity wider. The cell taken from is the one where the
+        donor is fullest for its capacity against `needy`.
+        """
+        options = [
+            (row, donor)
+            for donor in self.clients
+            if self.low[donor] < 0
+            for row in self.order
+            if self.cells[row][donor] > 0
+        ]
+        if not options:
+            return False
+
+        def gap(option: tuple[int, str]) -> tuple[Fraction, int, str]:
+            row, donor = option
+            cells = self.cells[row]
+            fuller = Fraction(cells[donor], self.weights[donor]) - Fraction(
+                cells[needy] + 1, self.weights[needy]
+            )
+            return (-fuller, row, donor)
+
+        row, donor = min(options, key=gap)
+        self.cells[row][donor] -= 1
+        self.cells[row][needy] += 1
+        for client, step in ((donor, 1), (needy, -1)):
+            self.room[client] += step
+            self.low[client] += step
+        return True
 
     def _lift(self, needy: str) -> bool:
         """Give `needy` one more extra along a path that ends at a client above its bound."""
