@@ -28,7 +28,7 @@ from data import AdTraffic, Click, generate_traffic
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs, pause_summary
 from workers import WorkerProcess
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import EmbeddedBroker, KafkaBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
@@ -176,14 +176,21 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
+    )
     parser.add_argument("--impressions", type=int, default=40_000)
     parser.add_argument("--rate", type=float, default=1_200, help="records per second")
     args = parser.parse_args()
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap
-            console.print(f"embedded broker on {bootstrap} (data in memory only)")
+            started = KafkaBroker() if args.broker == "kafka" else EmbeddedBroker()
+            bootstrap = stack.enter_context(started).bootstrap
+            console.print(f"{started.name} broker on {bootstrap} (data removed on exit)")
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))
         ok = asyncio.run(run(bootstrap, args.impressions, args.rate, work_dir))
     sys.exit(0 if ok else 1)

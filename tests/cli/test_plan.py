@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from streamjoin.assignment.aiokafka_adapter import AiokafkaAssignor
 from streamjoin.assignment.consumer_protocol import encode_assignment, encode_subscription
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.cli import app
 from streamjoin.cli.plan_live import group_scenario
 from streamjoin.errors import ConfigurationError
@@ -200,7 +200,7 @@ async def run_cli(*args: str) -> tuple[int, str, str]:
 
 @pytest.mark.broker
 async def test_from_group_on_the_embedded_broker_says_what_is_missing(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     """Tansu describes groups but leaves members' metadata empty: the command must say so."""
     topic, group = f"plan-{unique}", f"plan-{unique}"

@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import ErrorCode
 from streamjoin.group.listener import RebalanceListener
@@ -91,7 +91,7 @@ class Group:
     def __init__(
         self,
         stack: AsyncExitStack,
-        broker: EmbeddedBroker,
+        broker: Broker,
         *,
         topic: str,
         group: str,
@@ -176,7 +176,7 @@ class VictimReport:
 
     @classmethod
     async def spawn(
-        cls, broker: EmbeddedBroker, group: Group, assignor: str, timeouts: dict[str, int]
+        cls, broker: Broker, group: Group, assignor: str, timeouts: dict[str, int]
     ) -> VictimReport:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -232,7 +232,7 @@ class VictimReport:
 
 @pytest.fixture
 async def group_factory(
-    broker: EmbeddedBroker, consumption_log: Any, wait_until: Any
+    broker: Broker, consumption_log: Any, wait_until: Any
 ) -> AsyncIterator[Callable[..., Any]]:
     async with AsyncExitStack() as stack:
 
@@ -246,7 +246,7 @@ async def group_factory(
 
 
 async def test_a_fourth_member_takes_partitions_without_stopping_the_others(
-    broker: EmbeddedBroker,
+    broker: Broker,
     unique: str,
     group_factory: Any,
     steady_producer: Any,
@@ -308,7 +308,7 @@ async def test_a_fourth_member_takes_partitions_without_stopping_the_others(
 
 @pytest.mark.parametrize("first", ["streamjoin", "aiokafka"])
 async def test_streamjoin_members_share_a_group_with_aiokafka_consumers(
-    broker: EmbeddedBroker, unique: str, group_factory: Any, steady_producer: Any, first: str
+    broker: Broker, unique: str, group_factory: Any, steady_producer: Any, first: str
 ) -> None:
     """A mixed group on `roundrobin`: whoever leads, each partition has exactly one owner."""
     partitions = 8
@@ -362,7 +362,7 @@ async def test_streamjoin_members_share_a_group_with_aiokafka_consumers(
 
 
 async def test_a_rolling_bounce_to_cooperative_sticky_never_gives_a_partition_two_owners(
-    broker: EmbeddedBroker,
+    broker: Broker,
     unique: str,
     group_factory: Any,
     steady_producer: Any,
@@ -393,7 +393,7 @@ async def test_a_rolling_bounce_to_cooperative_sticky_never_gives_a_partition_tw
 
 
 async def test_a_static_member_restarted_within_its_session_keeps_its_partitions(
-    broker: EmbeddedBroker, unique: str, group_factory: Any
+    broker: Broker, unique: str, group_factory: Any
 ) -> None:
     """group.instance.id on the embedded broker: a static member that restarts with the same
     subscription gets its member id and partitions back, and nobody else rebalances. It holds
@@ -426,7 +426,7 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
 
 
 async def test_a_member_that_dies_without_leaving_loses_its_partitions_after_the_session(
-    broker: EmbeddedBroker,
+    broker: Broker,
     unique: str,
     group_factory: Any,
     steady_producer: Any,
@@ -469,7 +469,7 @@ async def test_a_member_that_dies_without_leaving_loses_its_partitions_after_the
 
 
 async def test_a_frozen_members_commit_with_its_stale_generation_is_rejected_and_reported(
-    broker: EmbeddedBroker, unique: str, group_factory: Any, steady_producer: Any
+    broker: Broker, unique: str, group_factory: Any, steady_producer: Any
 ) -> None:
     """The member in another process is frozen (SIGSTOP) while the group moves to a new
     generation without it, then resumes and commits what it consumed: the broker refuses, and

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
 
@@ -126,9 +126,7 @@ async def _topics(bootstrap: str, suffix: str) -> None:
     )
 
 
-async def test_two_workers_join_every_pair(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
-) -> None:
+async def test_two_workers_join_every_pair(broker: Broker, unique: str, tmp_path: Path) -> None:
     await _topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
     workers.start("w1")
@@ -143,7 +141,7 @@ async def test_two_workers_join_every_pair(
 
 
 async def test_kill_9_under_load_loses_no_joined_record(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await _topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
@@ -167,7 +165,7 @@ async def test_kill_9_under_load_loses_no_joined_record(
 
 
 async def test_a_worker_started_on_a_backlog_joins_every_pair(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     """Both topics already hold their records when the worker starts: neither side may run so
     far ahead of the other that the other's records become late."""
