@@ -259,6 +259,9 @@ async def test_a_fourth_member_takes_partitions_without_stopping_the_others(
             await group.add(name, ["cooperative-sticky"])
         await group.settle(partitions, "abc")
         before = {n: group.consumers[n].assignment() for n in "abc"}
+        # Revocations while a, b and c joined one by one are not the 4th member's doing.
+        for name in "abc":
+            group.events[name].revoked.clear()
         started = time.monotonic()
         await group.add("d", ["cooperative-sticky"])
         await group.settle(partitions, "abcd")
@@ -405,13 +408,20 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
         await group.add(name, ["range"], group_instance_id=f"{name}-{unique}", **STATIC_TIMEOUTS)
     await group.settle(partitions, "ab")
     # Settled is the members' state; their on_assigned callbacks may still be running.
-    await group.wait_until(lambda: all(group.events[n].assigned for n in "ab"), 10)
+    await group.wait_until(
+        lambda: all(
+            group.events[n].assigned
+            and group.events[n].assigned[-1] == group.consumers[n].assignment()
+            for n in "ab"
+        ),
+        10,
+    )
     follower = next(n for n in "ab" if not group.consumers[n].member.is_leader)
     leader = "b" if follower == "a" else "a"
     kept = group.consumers[follower].assignment()
-    member_id = group.consumers[follower].member.member_id
     generation = group.consumers[leader].generation
     leader_events = len(group.events[leader].assigned)
+    group.events[leader].revoked.clear()  # revocations while a and b joined one by one
 
     await group.remove(follower)  # static: no LeaveGroup
     restarted = await group.add(
@@ -419,7 +429,8 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
     )
     await group.settle(partitions, [leader, f"{follower}2"])
     assert restarted.assignment() == kept
-    assert restarted.member.member_id == member_id
+    # Apache Kafka gives the returning static member a new member id and fences the old one
+    # (KIP-345); Tansu hands back the old id. Either way it is the same member to the group.
     assert restarted.generation == generation
     assert len(group.events[leader].assigned) == leader_events  # the leader saw no rebalance
     assert not group.events[leader].revoked
