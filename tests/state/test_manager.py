@@ -185,7 +185,7 @@ async def test_deleting_the_state_directory_means_a_full_restore(
     ("damage", "reason"),
     [
         (b"{not json", "unreadable"),
-        (None, "past the changelog's end"),
+        (None, "outside the changelog's range"),
     ],
 )
 async def test_untrustworthy_local_state_is_wiped_and_fully_restored(
