@@ -50,6 +50,16 @@ def tansu_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
         yield running
 
 
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """Apache Kafka: the session's when that is Kafka, else one started for these tests."""
+    if session_broker_kind() == "kafka":
+        yield request.getfixturevalue("broker")
+        return
+    with KafkaBroker() as running:
+        yield running
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "each_broker" in metafunc.fixturenames:
         kinds = [session_broker_kind()]

@@ -139,8 +139,10 @@ class KafkaBroker(Broker):
 
     def _format(self, jvm: list[str], properties: Path) -> None:
         """Format the KRaft storage once (what `kafka-storage.sh format` does)."""
+        flag = f"--config={properties}"
         done = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(properties)],
+            # "--cluster-id=" because an id may begin with "-".
+            [*jvm, "kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", flag],
             capture_output=True,
             text=True,
             check=False,
