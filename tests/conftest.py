@@ -13,10 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from streamjoin.broker import Broker, EmbeddedBroker, KafkaBroker
+from streamjoin.broker import BROKER_KINDS, Broker, EmbeddedBroker, KafkaBroker, local_broker
 
 BROKER_ENV = "STREAMJOIN_TEST_BROKER"
-BROKER_KINDS = ("kafka", "tansu")
 DEFAULT_BROKER = "tansu"
 
 
@@ -33,18 +32,24 @@ def pytest_report_header() -> str:
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[Broker]:
-    """The session's broker; tests isolate themselves with unique names."""
-    running: Broker = KafkaBroker() if session_broker_kind() == "kafka" else EmbeddedBroker()
-    with running:
+def session_broker() -> Iterator[Broker]:
+    """The one broker of the session, of the kind chosen."""
+    with local_broker(session_broker_kind()) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def broker(session_broker: Broker) -> Broker:
+    """The session's broker; tests isolate themselves with unique names (a test module may
+    override this fixture to choose another broker)."""
+    return session_broker
 
 
 @pytest.fixture(scope="session")
 def tansu_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     """A Tansu broker: the session's when that is Tansu, else one started for these tests."""
     if session_broker_kind() == "tansu":
-        yield request.getfixturevalue("broker")
+        yield request.getfixturevalue("session_broker")
         return
     with EmbeddedBroker() as running:
         yield running
@@ -54,7 +59,7 @@ def tansu_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     """Apache Kafka: the session's when that is Kafka, else one started for these tests."""
     if session_broker_kind() == "kafka":
-        yield request.getfixturevalue("broker")
+        yield request.getfixturevalue("session_broker")
         return
     with KafkaBroker() as running:
         yield running
@@ -71,7 +76,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def each_broker(request: pytest.FixtureRequest) -> Broker:
     """The session's broker, and Tansu too when the session runs Apache Kafka: for the demo (whose
     default is Tansu) and a smoke test, which run on both."""
-    name = "broker" if request.param == session_broker_kind() else "tansu_broker"
+    name = "session_broker" if request.param == session_broker_kind() else "tansu_broker"
     chosen: Broker = request.getfixturevalue(name)
     return chosen
 

@@ -28,7 +28,7 @@ from data import AdTraffic, Click, generate_traffic
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs, pause_summary
 from workers import WorkerProcess
 
-from streamjoin.broker import EmbeddedBroker, KafkaBroker
+from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
     parser.add_argument(
         "--broker",
-        choices=("tansu", "kafka"),
+        choices=BROKER_KINDS,
         default="tansu",
         help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
     )
@@ -188,7 +188,7 @@ def main() -> None:
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            started = KafkaBroker() if args.broker == "kafka" else EmbeddedBroker()
+            started = local_broker(args.broker)
             bootstrap = stack.enter_context(started).bootstrap
             console.print(f"{started.name} broker on {bootstrap} (data removed on exit)")
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))

@@ -1,6 +1,7 @@
 """Local brokers for development, the demo and the tests: Tansu (embedded) and Apache Kafka."""
 
 from streamjoin.broker.base import Broker
+from streamjoin.broker.choice import BROKER_KINDS, local_broker
 from streamjoin.broker.embedded import EmbeddedBroker, find_broker_binary
 from streamjoin.broker.errors import (
     BrokerBinaryMissing,
@@ -11,6 +12,7 @@ from streamjoin.broker.errors import (
 from streamjoin.broker.kafka import KafkaBroker
 
 __all__ = (
+    "BROKER_KINDS",
     "Broker",
     "BrokerBinaryMissing",
     "BrokerError",
@@ -19,4 +21,5 @@ __all__ = (
     "EmbeddedBroker",
     "KafkaBroker",
     "find_broker_binary",
+    "local_broker",
 )
