@@ -107,7 +107,9 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
     await ensure_topics(
         bootstrap, [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)]
     )
-    traffic = generate_traffic(impressions)
+    # Event times from now, as live traffic has: a broker's time-based retention (the windowed
+    # changelogs' retention.ms) deletes records whose timestamps are already older than it.
+    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000))
     expected = expected_pairs(traffic)
     total = len(traffic.impressions) + len(traffic.clicks)
     console.print(
