@@ -1,8 +1,9 @@
 """Fixtures shared by the whole suite: one broker per test session, chosen by the environment.
 
-`STREAMJOIN_TEST_BROKER=kafka|tansu` picks the session broker: Apache Kafka (the pinned release,
-jars from `make kafka-jars`) or the embedded Tansu. Tests that pin Tansu's own behaviour, and the
-demo's default, use `tansu_broker`, which is the session broker when that is Tansu.
+`STREAMJOIN_TEST_BROKER=kafka|tansu` picks the session broker: Apache Kafka (the default; the
+pinned release, jars from `make kafka-jars`) or the embedded Tansu. Tests that pin Tansu's own
+behaviour, and the demo's default, use `tansu_broker`, which is the session broker when that is
+Tansu; the Java interop test uses `kafka_broker` likewise.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from streamjoin.broker import BROKER_KINDS, Broker, EmbeddedBroker, KafkaBroker, local_broker
 
 BROKER_ENV = "STREAMJOIN_TEST_BROKER"
-DEFAULT_BROKER = "tansu"
+DEFAULT_BROKER = "kafka"
 
 
 def session_broker_kind() -> str:
