@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean
+.PHONY: demo demo-shop test lint format bench clean kafka-jars
 
 $(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,7 +22,12 @@ demo: $(STAMP)
 demo-shop: $(STAMP)
 	$(BIN)/python apps/shop/demo.py
 
-test: $(STAMP)
+# Apache Kafka's jars (the release pinned in streamjoin/broker/maven/pom.xml), fetched once by Maven
+# into ~/.cache/streamjoin/; says in one line what to install when Java or Maven is missing.
+kafka-jars: $(STAMP)
+	@$(BIN)/python -c 'from streamjoin.broker.kafka_jars import main; main()'
+
+test: $(STAMP) kafka-jars
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

@@ -1,6 +1,7 @@
 """Per-partition processing gap while a fourth member joins a group of three, under steady load.
 
-Three groups, one after the other on the same embedded broker, each consuming its own 12-
+Three groups, one after the other on the same broker (--brokers: Tansu, Apache Kafka, or both
+in turn), each consuming its own 12-
 partition topic while a producer writes one record to every partition every 20 ms:
   cooperative - streamjoin CooperativeConsumer, `cooperative-sticky` (COOPERATIVE);
   eager       - streamjoin CooperativeConsumer, `sticky` (an EAGER assignor: stop the world);
@@ -12,7 +13,7 @@ partition; partitions are "moved" if their owner changed, "unmoved" otherwise. P
 and max gap of unmoved and moved partitions, and ratios to aiokafka. Target: unmoved partitions
 under COOPERATIVE never pause longer than one fetch cycle.
 
-    python bench/rebalance.py [--session-ms 6000] [--heartbeat-ms 500]
+    python bench/rebalance.py [--session-ms 6000] [--heartbeat-ms 500] [--brokers tansu,kafka]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import BROKER_KINDS, Broker, local_broker
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
@@ -105,7 +106,7 @@ class Result:
 
 
 async def run(
-    name: str, broker: EmbeddedBroker, make: Callable[[str, str], Awaitable[Any]], suffix: str
+    name: str, broker: Broker, make: Callable[[str, str], Awaitable[Any]], suffix: str
 ) -> Result:
     topic, group = f"bench-{name}-{suffix}", f"bench-{name}-{suffix}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, PARTITIONS)])
@@ -188,25 +189,31 @@ def describe(values: list[float]) -> str:
     return f"{statistics.median(values):6.2f} s {max(values):6.2f} s"
 
 
-async def main(session_ms: int, heartbeat_ms: int) -> None:
+async def main(session_ms: int, heartbeat_ms: int, brokers: list[str]) -> None:
+    for kind in brokers:
+        with local_broker(kind) as broker:
+            print(f"\n== on {broker.name} (started in {broker.started_in or 0:.1f} s)")
+            await on_broker(broker, session_ms, heartbeat_ms)
+
+
+async def on_broker(broker: Broker, session_ms: int, heartbeat_ms: int) -> None:
     timeouts = {
         "session_timeout_ms": session_ms,
         "heartbeat_interval_ms": heartbeat_ms,
         "rebalance_timeout_ms": session_ms,
     }
     suffix = str(int(time.time()))
-    with EmbeddedBroker() as broker:
-        bootstrap = broker.bootstrap
-        results = [
-            await run(
-                "cooperative",
-                broker,
-                streamjoin_member(bootstrap, "cooperative-sticky", timeouts),
-                suffix,
-            ),
-            await run("eager", broker, streamjoin_member(bootstrap, "sticky", timeouts), suffix),
-            await run("aiokafka", broker, aiokafka_member(bootstrap, timeouts), suffix),
-        ]
+    bootstrap = broker.bootstrap
+    results = [
+        await run(
+            "cooperative",
+            broker,
+            streamjoin_member(bootstrap, "cooperative-sticky", timeouts),
+            suffix,
+        ),
+        await run("eager", broker, streamjoin_member(bootstrap, "sticky", timeouts), suffix),
+        await run("aiokafka", broker, aiokafka_member(bootstrap, timeouts), suffix),
+    ]
     print(
         f"\n{PARTITIONS} partitions, 1 record/partition every {PRODUCE_EVERY * 1000:.0f} ms; "
         f"a 4th member joins 3 (session {session_ms} ms, heartbeat {heartbeat_ms} ms)\n"
@@ -234,8 +241,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--session-ms", type=int, default=6_000)
     parser.add_argument("--heartbeat-ms", type=int, default=500)
+    parser.add_argument(
+        "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(args.session_ms, args.heartbeat_ms))
+        asyncio.run(main(args.session_ms, args.heartbeat_ms, args.brokers.split(",")))

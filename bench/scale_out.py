@@ -1,6 +1,7 @@
 """Scale-out from 2 to 3 workers under load, with stateful tasks: how long until stable, how much
 moves, how long each task pauses, and what the new owner restores at hand-off, for three ways
-of moving state, side by side in the same run on the same embedded broker:
+of moving state, side by side in the same run on the same broker (--brokers: Tansu, Apache
+Kafka, or both in turn):
 
   catch-up - streamjoin: the new worker warms learners while the old owners keep processing,
              and asks for the follow-up rebalance as soon as they are within
@@ -31,7 +32,7 @@ the workers' logs. About 6 minutes on 2 cores with the defaults, most of it buil
 
     python bench/scale_out.py [--state-per-task 100000] [--modes catch-up,probing,restore]
                               [--load 300] [--max-warmup-replicas 4] [--standby-replicas 1]
-                              [--keep-logs DIR]
+                              [--keep-logs DIR] [--brokers tansu,kafka]   (each in turn)
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from ads_join import topic_names
 from runner_process import RunnerProcess, owners_over_time, settled, until
 from scale_out_traffic import Arrivals, produce_load, produce_state, state_sizes
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.topology import TaskId
 
@@ -278,16 +279,17 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    results = []
-    with (
-        tempfile.TemporaryDirectory(prefix="streamjoin-scale-") as work,
-        EmbeddedBroker() as broker,
-    ):
-        print(f"embedded broker {broker.bootstrap}, cpus={os.cpu_count()}")
-        for mode in args.modes.split(","):
-            with contextlib.suppress(TimeoutError):
-                results.append(await run_mode(mode, broker.bootstrap, args, Path(work)))
-    report(results, args)
+    for kind in args.brokers.split(","):
+        results = []
+        with (
+            tempfile.TemporaryDirectory(prefix="streamjoin-scale-") as work,
+            local_broker(kind) as broker,
+        ):
+            print(f"\n== {broker.name} broker {broker.bootstrap}, cpus={os.cpu_count()}")
+            for mode in args.modes.split(","):
+                with contextlib.suppress(TimeoutError):
+                    results.append(await run_mode(mode, broker.bootstrap, args, Path(work)))
+        report(results, args)
 
 
 if __name__ == "__main__":
@@ -307,4 +309,7 @@ if __name__ == "__main__":
     )
     parser.add_argument("--stable-within", type=float, default=180.0)
     parser.add_argument("--keep-logs", help="copy the workers' logs into this directory")
+    parser.add_argument(
+        "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
+    )
     asyncio.run(main(parser.parse_args()))

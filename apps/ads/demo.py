@@ -29,7 +29,7 @@ from report import Ownership, worker_report
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs
 from workers import WorkerProcess
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
@@ -115,7 +115,9 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
     await ensure_topics(
         bootstrap, [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)]
     )
-    traffic = generate_traffic(impressions)
+    # Event times from now, as live traffic has: a broker's time-based retention (the windowed
+    # changelogs' retention.ms) deletes records whose timestamps are already older than it.
+    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000))
     expected = expected_pairs(traffic)
     total = len(traffic.impressions) + len(traffic.clicks)
     console.print(
@@ -179,6 +181,12 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
+    parser.add_argument(
+        "--broker",
+        choices=BROKER_KINDS,
+        default="tansu",
+        help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
+    )
     parser.add_argument("--impressions", type=int, default=40_000)
     parser.add_argument("--rate", type=float, default=1_200, help="records per second")
     parser.add_argument(
@@ -204,8 +212,9 @@ def main() -> None:
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap
-            console.print(f"embedded broker on {bootstrap} (data in memory only)")
+            started = local_broker(args.broker)
+            bootstrap = stack.enter_context(started).bootstrap
+            console.print(f"{started.name} broker on {bootstrap} (data removed on exit)")
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))
         ok = asyncio.run(run(bootstrap, args.impressions, args.rate, work_dir))
     sys.exit(0 if ok else 1)

@@ -164,7 +164,9 @@ class ChangelogReader:
             fetched = await self._fetch()
         except OffsetOutOfRangeError as exc:
             for tp, offset in exc.args[0].items():
-                await self._restart(tp, f"offset {offset} is outside the changelog's range")
+                await self._restart(
+                    tp, f"local state is at offset {offset}, outside the changelog's range"
+                )
             return
         if fetched:
             # Before writing to RocksDB, let aiokafka's fetcher send the next request for each
@@ -185,8 +187,12 @@ class ChangelogReader:
                 continue
             position = await consumer.position(tp)
             if position > highwater:
+                # Tansu answers a fetch past the end with no records; Apache Kafka refuses it
+                # (OffsetOutOfRange, above).
                 await self._restart(
-                    tp, f"local state is at offset {position}, past the changelog's end {highwater}"
+                    tp,
+                    f"local state is at offset {position}, outside the changelog's range "
+                    f"(past its end {highwater})",
                 )
             else:
                 self._guarded(tp, sink, sink.progress, position, highwater)

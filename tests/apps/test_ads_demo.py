@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 DEMO = Path(__file__).resolve().parents[2] / "apps" / "ads" / "demo.py"
 
 
-def test_demo_joins_every_pair_while_workers_come_and_go(broker: EmbeddedBroker) -> None:
+def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) -> None:
+    """On the session's broker, and on Tansu (the demo's default) when that is another one."""
+    broker = each_broker
     done = subprocess.run(
         [sys.executable, str(DEMO), "--bootstrap", broker.bootstrap, "--impressions", "30000"],
         capture_output=True,

@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "apps" / "cooperative_consumer.py"
 
 
-def test_a_second_instance_takes_over_only_some_partitions(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+def test_a_second_instance_takes_over_only_some_partitions(broker: Broker, unique: str) -> None:
     done = subprocess.run(
         [
             sys.executable,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin.broker import (
+    Broker,
     BrokerBinaryMissing,
     BrokerNotReady,
     BrokerPortInUse,
@@ -34,12 +35,12 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def test_session_broker_answers_kafka_requests(broker: EmbeddedBroker) -> None:
+def test_session_broker_answers_kafka_requests(broker: Broker) -> None:
     host, port = broker.bootstrap.split(":")
     assert kafka_api_versions_ok(host, int(port))
 
 
-def test_second_start_on_taken_port_fails_clearly(broker: EmbeddedBroker) -> None:
+def test_second_start_on_taken_port_fails_clearly(broker: Broker) -> None:
     with pytest.raises(
         BrokerPortInUse, match=rf"port {broker.port} on 127\.0\.0\.1 is already in use"
     ):

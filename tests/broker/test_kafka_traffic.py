@@ -7,15 +7,17 @@ import asyncio
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 pytestmark = pytest.mark.broker
 
 
 async def test_round_trip_keeps_keys_headers_and_timestamps(
-    broker: EmbeddedBroker, unique: str
+    each_broker: Broker, unique: str
 ) -> None:
+    """The smoke test: on the session's broker, and on Tansu when that is another one."""
+    broker = each_broker
     topic = f"roundtrip-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 2)])
     sent = [
@@ -59,9 +61,7 @@ async def test_round_trip_keeps_keys_headers_and_timestamps(
     assert sorted(received) == sorted(sent)
 
 
-async def test_two_consumers_in_one_group_share_the_partitions(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+async def test_two_consumers_in_one_group_share_the_partitions(broker: Broker, unique: str) -> None:
     topic, group = f"shared-{unique}", f"group-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 4)])
     settings = {

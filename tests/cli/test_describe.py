@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.cli import app
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
@@ -113,7 +113,7 @@ joins.join(joins.topic("views-{suffix}"), clicks.key_by("view"), window=JoinWind
 
 @pytest.mark.broker
 async def test_partition_counts_from_the_broker(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await ensure_topics(
         broker.bootstrap, [TopicSpec(f"views-{unique}", 5), TopicSpec(f"clicks-{unique}", 2)]

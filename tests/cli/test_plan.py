@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from streamjoin.assignment.consumer.aiokafka_adapter import AiokafkaAssignor
 from streamjoin.assignment.consumer.consumer_protocol import encode_assignment, encode_subscription
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker, KafkaBroker
 from streamjoin.cli import app
 from streamjoin.cli.plan_live import group_scenario
 from streamjoin.errors import ConfigurationError
@@ -198,22 +198,27 @@ async def run_cli(*args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-@pytest.mark.broker
-async def test_from_group_on_the_embedded_broker_says_what_is_missing(
-    broker: EmbeddedBroker, unique: str
-) -> None:
-    """Tansu describes groups but leaves members' metadata empty: the command must say so."""
-    topic, group = f"plan-{unique}", f"plan-{unique}"
-    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 4)])
-    consumer = AIOKafkaConsumer(
+def _sticky_member(bootstrap: str, topic: str, group: str) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
         topic,
-        bootstrap_servers=broker.bootstrap,
+        bootstrap_servers=bootstrap,
         group_id=group,
         partition_assignment_strategy=[AiokafkaAssignor("sticky")],
         session_timeout_ms=6000,
         heartbeat_interval_ms=500,
         rebalance_timeout_ms=6000,
     )
+
+
+@pytest.mark.broker
+async def test_from_group_on_the_embedded_broker_says_what_is_missing(
+    tansu_broker: Broker, unique: str
+) -> None:
+    """Tansu describes groups but leaves members' metadata empty: the command must say so."""
+    broker = tansu_broker
+    topic, group = f"plan-{unique}", f"plan-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 4)])
+    consumer = _sticky_member(broker.bootstrap, topic, group)
     await consumer.start()  # returns once the group is Stable with this member
     try:
         code, _, err = await run_cli("plan", "--from-group", group, "--bootstrap", broker.bootstrap)
@@ -225,5 +230,27 @@ async def test_from_group_on_the_embedded_broker_says_what_is_missing(
         )
         assert code == 2
         assert f"group 'nobody-{unique}' has no members" in err
+    finally:
+        await consumer.stop()
+
+
+@pytest.mark.broker
+async def test_from_group_on_apache_kafka_plans_the_live_group(broker: Broker, unique: str) -> None:
+    """Apache Kafka reports members' subscriptions and assignments: the live group is planned."""
+    if not isinstance(broker, KafkaBroker):
+        pytest.skip(
+            "Tansu reports no member metadata (the test above); STREAMJOIN_TEST_BROKER=kafka"
+        )
+    topic, group = f"plan-{unique}", f"plan-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 4)])
+    consumer = _sticky_member(broker.bootstrap, topic, group)
+    await consumer.start()
+    try:
+        code, out, err = await run_cli(
+            "plan", "--from-group", group, "--bootstrap", broker.bootstrap
+        )
+        assert (code, err) == (0, ""), err
+        assert f"{topic}: 0-3" in out  # the member's current assignment, as the broker told
+        assert "4 kept, 0 moved" in out  # planned from that assignment
     finally:
         await consumer.stop()

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.cli import app
 from streamjoin.cli.consume import Format, render
 from streamjoin.cli.produce import LineRecord, parse_lines
@@ -21,16 +21,16 @@ from streamjoin.kafka.partitioning import partition_for_key
 runner = CliRunner()
 
 
-def run(broker: EmbeddedBroker, *args: str, stdin: str | None = None) -> Result:
+def run(broker: Broker, *args: str, stdin: str | None = None) -> Result:
     return runner.invoke(app, [*args, "--bootstrap", broker.bootstrap], input=stdin)
 
 
-def topic(broker: EmbeddedBroker, name: str, partitions: int = 4) -> str:
+def topic(broker: Broker, name: str, partitions: int = 4) -> str:
     assert run(broker, "topics", "create", name, "-p", str(partitions)).exit_code == 0
     return name
 
 
-def consumed(broker: EmbeddedBroker, name: str, *args: str) -> list[dict[str, Any]]:
+def consumed(broker: Broker, name: str, *args: str) -> list[dict[str, Any]]:
     result = run(broker, "consume", name, "--format", "json", *args)
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -44,7 +44,7 @@ def one_line_error(result: Result) -> str:
 
 
 @pytest.mark.broker
-def test_key_tab_value_lines_round_trip(broker: EmbeddedBroker, unique: str) -> None:
+def test_key_tab_value_lines_round_trip(broker: Broker, unique: str) -> None:
     name = topic(broker, f"kv-{unique}")
     lines = [f'user-{i}\t{{"n": {i}}}' for i in range(10)]
     sent = run(broker, "produce", name, stdin="\n".join(lines) + "\n")
@@ -61,7 +61,7 @@ def test_key_tab_value_lines_round_trip(broker: EmbeddedBroker, unique: str) -> 
 
 
 @pytest.mark.broker
-def test_json_values_with_key_and_timestamp_fields(broker: EmbeddedBroker, unique: str) -> None:
+def test_json_values_with_key_and_timestamp_fields(broker: Broker, unique: str) -> None:
     name = topic(broker, f"json-{unique}", partitions=2)
     values = [{"order_id": f"o{i}", "ts": 1_700_000_000_000 + i} for i in range(3)]
     stdin = "".join(json.dumps(v) + "\n" for v in values)
@@ -81,7 +81,7 @@ def test_json_values_with_key_and_timestamp_fields(broker: EmbeddedBroker, uniqu
 
 
 @pytest.mark.broker
-def test_a_line_that_is_not_json_sends_nothing(broker: EmbeddedBroker, unique: str) -> None:
+def test_a_line_that_is_not_json_sends_nothing(broker: Broker, unique: str) -> None:
     name = topic(broker, f"bad-{unique}", partitions=1)
     stdin = '{"id": "a"}\nnot json\n{"id": "b"}\n'
     error = one_line_error(run(broker, "produce", name, "--key-field", "id", stdin=stdin))
@@ -90,9 +90,7 @@ def test_a_line_that_is_not_json_sends_nothing(broker: EmbeddedBroker, unique: s
 
 
 @pytest.mark.broker
-def test_producing_to_a_missing_topic_does_not_create_it(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+def test_producing_to_a_missing_topic_does_not_create_it(broker: Broker, unique: str) -> None:
     error = one_line_error(run(broker, "produce", f"nowhere-{unique}", stdin="k\tv\n"))
     assert f"topic 'nowhere-{unique}' does not exist" in error
     assert "streamjoin topics create" in error
@@ -101,9 +99,7 @@ def test_producing_to_a_missing_topic_does_not_create_it(
 
 
 @pytest.mark.broker
-def test_consume_starts_at_the_end_unless_told_otherwise(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+def test_consume_starts_at_the_end_unless_told_otherwise(broker: Broker, unique: str) -> None:
     name = topic(broker, f"end-{unique}", partitions=2)
     assert run(broker, "produce", name, stdin="a\t1\nb\t2\nc\t3\n").exit_code == 0
     assert consumed(broker, name, "--timeout", "1") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner, Result
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.cli import app
 
 pytestmark = pytest.mark.broker
@@ -13,11 +13,11 @@ pytestmark = pytest.mark.broker
 runner = CliRunner()
 
 
-def run(broker: EmbeddedBroker, *args: str, stdin: str | None = None) -> Result:
+def run(broker: Broker, *args: str, stdin: str | None = None) -> Result:
     return runner.invoke(app, [*args, "--bootstrap", broker.bootstrap], input=stdin)
 
 
-def listed(broker: EmbeddedBroker) -> dict[str, int]:
+def listed(broker: Broker) -> dict[str, int]:
     result = run(broker, "topics", "list")
     assert result.exit_code == 0, result.output
     return {line.split()[0]: int(line.split()[1]) for line in result.stdout.splitlines() if line}
@@ -30,7 +30,7 @@ def one_line_error(result: Result) -> str:
     return lines[0]
 
 
-def test_create_list_and_describe(broker: EmbeddedBroker, unique: str) -> None:
+def test_create_list_and_describe(broker: Broker, unique: str) -> None:
     names = [f"orders-{unique}", f"payments-{unique}"]
     result = run(broker, "topics", "create", *names, "--partitions", "3", "--compact")
     assert result.exit_code == 0, result.output
@@ -52,9 +52,7 @@ def test_create_list_and_describe(broker: EmbeddedBroker, unique: str) -> None:
     assert len(ends) == 3 and sum(ends) == 3
 
 
-def test_an_existing_topic_is_refused_and_nothing_is_created(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+def test_an_existing_topic_is_refused_and_nothing_is_created(broker: Broker, unique: str) -> None:
     taken, fresh = f"taken-{unique}", f"fresh-{unique}"
     assert run(broker, "topics", "create", taken, "-p", "2").exit_code == 0
     error = one_line_error(run(broker, "topics", "create", fresh, taken, "--partitions", "2"))
@@ -64,7 +62,7 @@ def test_an_existing_topic_is_refused_and_nothing_is_created(
 
 
 def test_if_not_exists_leaves_existing_topics_and_creates_the_rest(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     taken, fresh = f"kept-{unique}", f"new-{unique}"
     assert run(broker, "topics", "create", taken, "-p", "2").exit_code == 0
@@ -79,21 +77,19 @@ def test_if_not_exists_leaves_existing_topics_and_creates_the_rest(
 
 
 @pytest.mark.parametrize("count", ["0", "-1"])
-def test_a_partition_count_below_one_is_refused(
-    broker: EmbeddedBroker, unique: str, count: str
-) -> None:
+def test_a_partition_count_below_one_is_refused(broker: Broker, unique: str, count: str) -> None:
     error = one_line_error(run(broker, "topics", "create", f"z-{unique}", "--partitions", count))
     assert f"--partitions {count}: a topic needs at least 1 partition" in error
     assert f"z-{unique}" not in listed(broker)
 
 
-def test_a_config_without_a_value_is_refused(broker: EmbeddedBroker, unique: str) -> None:
+def test_a_config_without_a_value_is_refused(broker: Broker, unique: str) -> None:
     result = run(broker, "topics", "create", f"c-{unique}", "-p", "1", "--config", "retention")
     assert "--config 'retention': expected KEY=VALUE" in one_line_error(result)
     assert f"c-{unique}" not in listed(broker)
 
 
-def test_describing_a_missing_topic_does_not_create_it(broker: EmbeddedBroker, unique: str) -> None:
+def test_describing_a_missing_topic_does_not_create_it(broker: Broker, unique: str) -> None:
     error = one_line_error(run(broker, "topics", "describe", f"nothing-{unique}"))
     assert f"'nothing-{unique}'" in error and "do not exist" in error
     assert f"nothing-{unique}" not in listed(broker)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 
 APP = """
 import streamjoin
@@ -59,7 +59,7 @@ def refused(command: list[str]) -> str:
     return errors[0]
 
 
-def topic_counts(broker: EmbeddedBroker) -> dict[str, int]:
+def topic_counts(broker: Broker) -> dict[str, int]:
     listed = subprocess.run(
         [sys.executable, "-m", "streamjoin", "topics", "list", "-b", broker.bootstrap],
         capture_output=True,
@@ -72,7 +72,7 @@ def topic_counts(broker: EmbeddedBroker) -> dict[str, int]:
 
 @pytest.mark.broker
 def test_missing_inputs_are_refused_with_the_command_that_creates_them(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     error = refused(worker(write_app(tmp_path, unique), "--bootstrap", broker.bootstrap))
     assert f"`streamjoin topics create orders-{unique} --partitions 3`" in error
@@ -84,7 +84,7 @@ def test_missing_inputs_are_refused_with_the_command_that_creates_them(
 @pytest.mark.broker
 @pytest.mark.slow
 def test_create_topics_creates_the_inputs_with_the_declared_partitions(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     command = worker(
         write_app(tmp_path, unique), "--bootstrap", broker.bootstrap, "--create-topics"

@@ -13,7 +13,7 @@ from streamjoin.assignment.consumer.consumer_protocol import (
     encode_subscription,
 )
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.group.coordinator import GroupCoordinatorClient, JoinResult
 from streamjoin.group.errors import (
     CoordinatorUnavailable,
@@ -31,7 +31,7 @@ SESSION_MS = 2_000  # the embedded broker holds every JoinGroup for half the ses
 
 
 @pytest.fixture
-async def client(broker: EmbeddedBroker) -> AsyncIterator[AIOKafkaClient]:
+async def client(broker: Broker) -> AsyncIterator[AIOKafkaClient]:
     kafka = AIOKafkaClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30_000)
     await kafka.bootstrap()
     yield kafka
@@ -59,7 +59,7 @@ async def join_new_member(coordinator: GroupCoordinatorClient, topic: str) -> Jo
 
 
 async def test_a_member_joins_syncs_commits_and_leaves(
-    broker: EmbeddedBroker, client: AIOKafkaClient, unique: str
+    broker: Broker, client: AIOKafkaClient, unique: str
 ) -> None:
     topic = f"t-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 2)])
@@ -130,7 +130,7 @@ async def test_a_member_without_the_groups_protocol_is_refused_with_advice(
 
 
 async def test_partition_counts_never_create_a_topic(
-    broker: EmbeddedBroker, client: AIOKafkaClient, unique: str
+    broker: Broker, client: AIOKafkaClient, unique: str
 ) -> None:
     await ensure_topics(broker.bootstrap, [TopicSpec(f"t-{unique}", 3)])
     coordinator = GroupCoordinatorClient(client, f"g-{unique}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.admin import BrokerUnreachable, open_admin
 from streamjoin.kafka.topics import TopicLayoutError, TopicSpec, ensure_topics, partition_counts
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.broker
 
 
 async def test_creates_missing_topics_with_their_partition_counts(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     specs = [
         TopicSpec(f"a-{unique}", 3),
@@ -28,7 +28,7 @@ async def test_creates_missing_topics_with_their_partition_counts(
 
 
 async def test_refuses_an_existing_topic_with_another_partition_count(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     await ensure_topics(broker.bootstrap, [TopicSpec(f"c-{unique}", 2)])
     with pytest.raises(

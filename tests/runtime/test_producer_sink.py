@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 from aiokafka.partitioner import DefaultPartitioner
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.producer_sink import DeliveryError, ProducerSink
 from streamjoin.runtime.sink import OutgoingRecord
@@ -58,7 +58,7 @@ async def test_a_failed_delivery_raises_delivery_error() -> None:
 
 @pytest.mark.broker
 async def test_records_reach_the_partition_send_would_choose_in_order(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     out, dlq = f"sink-out-{unique}", f"sink-dlq-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(out, PARTITIONS), TopicSpec(dlq, 1)])

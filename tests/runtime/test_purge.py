@@ -12,7 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaPartition
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.purge import RepartitionPurger
 
@@ -33,7 +33,7 @@ async def _offsets_from_start(bootstrap: str, topic: str) -> list[int]:
 
 
 async def test_purges_up_to_the_commit_or_says_once_why_not(
-    broker: EmbeddedBroker, unique: str, caplog: pytest.LogCaptureFixture
+    broker: Broker, unique: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     topic, other = f"app-{unique}-x-repartition", f"input-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1), TopicSpec(other, 1)])

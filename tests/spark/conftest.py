@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.spark.availability import java_missing
 from streamjoin.spark.session import spark_session as open_session
 
@@ -36,7 +36,7 @@ def spark(spark_session: SparkSession) -> SparkSession:
 
 
 @pytest.fixture(scope="session")
-async def worker_run(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> object:
+async def worker_run(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> object:
     """The shared join cases through one worker process on the broker, for the engine
     comparison and for audits of what it wrote."""
     from engines import run_worker

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 ADS = Path(__file__).resolve().parents[2] / "apps" / "ads"
@@ -114,7 +114,7 @@ def _streamjoin(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_backfill_and_audit_of_the_demo_app_after_a_worker_joined_it(
-    broker: EmbeddedBroker, tmp_path: Path
+    broker: Broker, tmp_path: Path
 ) -> None:
     bootstrap = broker.bootstrap
     await ensure_topics(

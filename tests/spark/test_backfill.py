@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from streamjoin import App, JoinWindows
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.dsl.fields import fields, left, matched, right
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.spark.archive import archive_topic
@@ -93,7 +93,7 @@ def rows(frame: DataFrame) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-async def topics(broker: EmbeddedBroker, unique: str) -> App:
+async def topics(broker: Broker, unique: str) -> App:
     app = ads_app(unique)
     await ensure_topics(broker.bootstrap, [TopicSpec(f"{t}-{unique}", 2) for t in ("imp", "clk")])
     await produce(broker.bootstrap, unique, range(400))
@@ -101,7 +101,7 @@ async def topics(broker: EmbeddedBroker, unique: str) -> App:
 
 
 def test_backfill_from_kafka_and_from_parquet_archives_give_the_same_rows(
-    spark: SparkSession, broker: EmbeddedBroker, topics: App, tmp_path: Path
+    spark: SparkSession, broker: Broker, topics: App, tmp_path: Path
 ) -> None:
     spec = topics.joins[0]
     archives = {}
@@ -115,7 +115,7 @@ def test_backfill_from_kafka_and_from_parquet_archives_give_the_same_rows(
 
 
 def test_a_time_range_gives_exactly_the_full_results_in_that_range(
-    spark: SparkSession, broker: EmbeddedBroker, topics: App
+    spark: SparkSession, broker: Broker, topics: App
 ) -> None:
     spec = topics.joins[0]
     sources = Sources(broker.bootstrap)
@@ -128,7 +128,7 @@ def test_a_time_range_gives_exactly_the_full_results_in_that_range(
 
 
 def test_output_written_to_a_topic_reads_back_the_same(
-    spark: SparkSession, broker: EmbeddedBroker, topics: App, unique: str
+    spark: SparkSession, broker: Broker, topics: App, unique: str
 ) -> None:
     spec = topics.joins[1]
     job = backfill(spark, spec, Sources(broker.bootstrap))
@@ -142,7 +142,7 @@ def test_output_written_to_a_topic_reads_back_the_same(
 
 
 async def test_archiving_with_append_adds_only_new_records(
-    spark: SparkSession, broker: EmbeddedBroker, topics: App, unique: str, tmp_path: Path
+    spark: SparkSession, broker: Broker, topics: App, unique: str, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "imp")
     topic = f"imp-{unique}"

@@ -9,7 +9,7 @@ from aiokafka import AIOKafkaProducer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.spark.offsets import (
@@ -65,9 +65,7 @@ async def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> 
 
 
 @pytest.mark.broker
-async def test_ranges_end_at_the_fetched_high_watermark(
-    broker: EmbeddedBroker, unique: str
-) -> None:
+async def test_ranges_end_at_the_fetched_high_watermark(broker: Broker, unique: str) -> None:
     """Batched produce makes the embedded broker's ListOffsets wrong; the plan is not."""
     topic = f"ranges-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 3)])

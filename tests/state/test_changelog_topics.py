@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicLayoutError, TopicSpec, ensure_topics, partition_counts
 from streamjoin.state.changelog_topics import (
@@ -31,7 +31,7 @@ def test_names_and_configs() -> None:
 
 @pytest.mark.broker
 async def test_missing_changelogs_are_created_with_their_configs(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     app = f"app-{unique}"
     kv, window = StoreSpec.kv("table"), StoreSpec.window("win", retention_ms=1_000)
@@ -49,7 +49,7 @@ async def test_missing_changelogs_are_created_with_their_configs(
 
 @pytest.mark.broker
 async def test_an_existing_changelog_with_another_partition_count_is_refused(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     app = f"app-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(changelog_topic(app, "table"), 3)])

@@ -9,7 +9,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import ChangelogWriteError
@@ -64,7 +64,7 @@ async def test_nothing_to_confirm_before_the_first_write() -> None:
 
 @pytest.mark.broker
 async def test_batches_arrive_in_order_and_offsets_are_confirmed(
-    broker: EmbeddedBroker, unique: str
+    broker: Broker, unique: str
 ) -> None:
     topic = f"writer-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 2)])

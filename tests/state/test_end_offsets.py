@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.state import StoreSpec, TaskSpec, changelog_topic, ensure_changelogs
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.end_offsets import changelog_end_offset_sums
@@ -14,7 +14,7 @@ from streamjoin.state.end_offsets import changelog_end_offset_sums
 pytestmark = pytest.mark.broker
 
 
-async def test_end_offset_sums_per_task(broker: EmbeddedBroker, producer: Any, unique: str) -> None:
+async def test_end_offset_sums_per_task(broker: Broker, producer: Any, unique: str) -> None:
     app = f"ends-{unique}"
     stores = (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=1_000))
     await ensure_changelogs(broker.bootstrap, app, dict.fromkeys(stores, 3))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicLayoutError, TopicSpec, ensure_topics
 from streamjoin.state import (
     RestoreCompleted,
@@ -125,7 +125,7 @@ def recorder(manager: StateManager) -> list[StateEvent]:
 
 async def test_crash_without_flush_then_restore_yields_exactly_the_changelog(
     *,
-    broker: EmbeddedBroker,
+    broker: Broker,
     producer: Any,
     managers: Callable[..., Any],
     read_changelog: Callable[[str, int], Any],
@@ -185,7 +185,7 @@ async def test_deleting_the_state_directory_means_a_full_restore(
     ("damage", "reason"),
     [
         (b"{not json", "unreadable"),
-        (None, "past the changelog's end"),
+        (None, "outside the changelog's range"),
     ],
 )
 async def test_untrustworthy_local_state_is_wiped_and_fully_restored(
@@ -221,7 +221,7 @@ async def test_untrustworthy_local_state_is_wiped_and_fully_restored(
 
 
 async def test_a_100k_record_restore(
-    broker: EmbeddedBroker, producer: Any, managers: Callable[..., Any], unique: str
+    broker: Broker, producer: Any, managers: Callable[..., Any], unique: str
 ) -> None:
     app = f"big-{unique}"
     spec = TaskSpec("0_0", 0, 1, (StoreSpec.kv("kv"),))
@@ -244,7 +244,7 @@ async def test_a_100k_record_restore(
 
 async def test_small_tasks_are_ready_while_a_big_one_still_restores(
     *,
-    broker: EmbeddedBroker,
+    broker: Broker,
     producer: Any,
     managers: Callable[..., Any],
     until: Callable[..., Any],
@@ -278,7 +278,7 @@ async def test_small_tasks_are_ready_while_a_big_one_still_restores(
 
 
 async def test_a_changelog_with_the_wrong_partition_count_is_refused(
-    broker: EmbeddedBroker, producer: Any, managers: Callable[..., Any], unique: str
+    broker: Broker, producer: Any, managers: Callable[..., Any], unique: str
 ) -> None:
     app = f"layout-{unique}"
     await ensure_topics(broker.bootstrap, [TopicSpec(changelog_topic(app, "kv"), 3)])

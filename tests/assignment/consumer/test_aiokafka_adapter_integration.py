@@ -14,7 +14,7 @@ from aiokafka.errors import KafkaError
 
 from streamjoin.assignment.consumer.aiokafka_adapter import AiokafkaAssignor
 from streamjoin.assignment.consumer.registry import ASSIGNORS
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 pytestmark = pytest.mark.broker
@@ -100,7 +100,7 @@ def covers(members: list[Member], partitions: set[TopicPartition]) -> bool:
 
 @pytest.mark.parametrize("assignor", sorted(ASSIGNORS))
 async def test_three_consume_one_leaves_one_joins_every_record_is_consumed(
-    broker: EmbeddedBroker, unique: str, assignor: str
+    broker: Broker, unique: str, assignor: str
 ) -> None:
     topics = [f"adapter-a-{unique}", f"adapter-b-{unique}"]
     await ensure_topics(broker.bootstrap, [TopicSpec(t, PARTITIONS) for t in topics])

@@ -22,7 +22,7 @@ from typing import Any
 import harness
 import pytest
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.topology import TaskId
 
@@ -61,7 +61,7 @@ CASES = [
     ids=[f"{b}to{b + 1}-standbys{s}-capacity{c}" for b, s, c in CASES],
 )
 async def test_a_new_worker_gets_its_share_by_follow_up_rebalances(
-    broker: EmbeddedBroker,
+    broker: Broker,
     unique: str,
     tmp_path: Path,
     before: int,

@@ -18,7 +18,7 @@ import harness
 import pytest
 from aiokafka import TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
 from streamjoin.runtime.topology import TaskId
@@ -40,7 +40,7 @@ PARTITIONS, STATE_RECORDS = harness.PARTITIONS, harness.STATE_RECORDS
 
 
 async def test_scale_out_warms_a_learner_then_hands_over_with_nothing_to_restore(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     bs = broker.bootstrap
     app = make_app(unique, acceptable_recovery_lag=0, probing_rebalance_interval_s=600)
@@ -95,7 +95,7 @@ async def test_scale_out_warms_a_learner_then_hands_over_with_nothing_to_restore
 
 
 async def test_scale_in_resumes_on_the_standby_without_a_full_restore(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     bs = broker.bootstrap
     app = make_app(unique, num_standby_replicas=1, acceptable_recovery_lag=100)
@@ -148,7 +148,7 @@ def start_worker_process(
 
 
 async def test_a_worker_killed_while_its_learner_restores_loses_nothing(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     bs = broker.bootstrap
     app = make_app(unique, acceptable_recovery_lag=0)

@@ -12,7 +12,7 @@ import pytest
 import worker_processes as processes
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -80,7 +80,7 @@ async def read_all(bootstrap: str, topic: str, partitions: int) -> list[object]:
 
 
 async def test_poison_on_every_input_goes_to_the_dead_letter_topic_with_its_reason(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     bootstrap = broker.bootstrap
     partitions = processes.PARTITIONS

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.lifetime import die_with_parent
@@ -132,7 +132,7 @@ async def _topics(bootstrap: str, suffix: str) -> None:
 
 
 async def test_rekeyed_and_chained_joins_through_two_workers(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await _topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
@@ -183,7 +183,7 @@ async def _committed(bootstrap: str, group: str, topic: str, partitions: int) ->
 
 
 async def test_kill_9_between_repartition_write_and_commit_loses_nothing(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     """The first worker commits never (an hour's interval): it has re-keyed every click into the
     repartition topic, and committed none of them, when it is killed -9. The next worker

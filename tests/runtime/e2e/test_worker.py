@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import worker_processes as processes
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import Broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -19,9 +19,7 @@ Workers, produce, read_joined = processes.Workers, processes.produce, processes.
 _topics = processes.make_topics
 
 
-async def test_two_workers_join_every_pair(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
-) -> None:
+async def test_two_workers_join_every_pair(broker: Broker, unique: str, tmp_path: Path) -> None:
     await _topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
     workers.start("w1")
@@ -36,7 +34,7 @@ async def test_two_workers_join_every_pair(
 
 
 async def test_kill_9_under_load_loses_no_joined_record(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await _topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
@@ -60,7 +58,7 @@ async def test_kill_9_under_load_loses_no_joined_record(
 
 
 async def test_a_worker_started_on_a_backlog_joins_every_pair(
-    broker: EmbeddedBroker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     """Both topics already hold their records when the worker starts: neither side may run so
     far ahead of the other that the other's records become late."""
