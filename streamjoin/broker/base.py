@@ -42,7 +42,11 @@ def free_port(host: str) -> int:
 
 
 def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port that something listens on. Connections of a broker that just stopped
+    linger in TIME_WAIT: like the brokers themselves, the check reuses the address, so a
+    restart on the same port works at once."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:

@@ -11,6 +11,7 @@ records have not been delivered yet goes back to its committed offset, or to the
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 
 import aiokafka
@@ -18,7 +19,12 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
 
-__all__ = ("PartitionFeed",)
+__all__ = ("LAG_FRESH_MS", "PartitionFeed")
+
+LAG_FRESH_MS = 5_000
+"""How old a fetch answer may be for its high watermark to count as the partition's lag: a
+caught-up partition is answered at least every fetch wait (0.5 s), so an older answer means the
+fetches stopped (a broker restarting) and records may be waiting that the lag does not show."""
 
 logger = logging.getLogger(__name__)
 
@@ -89,10 +95,14 @@ class PartitionFeed:
 
     def lag(self, tp: TopicPartition) -> int | None:
         """Records between the next one to deliver and the high watermark of the last fetch;
-        None while that is not known."""
+        None while that is not known, or no longer known: a fetch answer older than
+        `LAG_FRESH_MS` (paused, or a broker away) says nothing of what was produced since."""
         offset = self._next.get(tp)
-        highwater: int | None = self._consumer.highwater(tp) if tp in self._next else None
-        if highwater is None:
+        if tp not in self._next:
+            return None
+        highwater: int | None = self._consumer.highwater(tp)
+        polled: int | None = self._consumer.last_poll_timestamp(tp)
+        if highwater is None or polled is None or time.time() * 1000 - polled > LAG_FRESH_MS:
             return None
         if offset is None:
             # Nothing delivered and nothing committed yet: an empty log is caught up; otherwise

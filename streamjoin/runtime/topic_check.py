@@ -69,7 +69,10 @@ async def check_topics(app: App, bootstrap: str) -> Topology:
         outputs[name] = TopicSpec(
             name,
             _known(partitions[name]),
-            {"cleanup.policy": "delete"},
+            # Kept until consumed and purged (DeleteRecords after each commit), never by age:
+            # records re-keyed from history (old timestamps) must not expire before they are
+            # read (Kafka Streams' repartition topics, KIP-284).
+            {"cleanup.policy": "delete", "retention.ms": "-1"},
             purpose=f"repartition topic of key_by {repartition.name!r}",
         )
     dlq = dead_letter_topic(app.app_id)

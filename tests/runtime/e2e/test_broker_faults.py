@@ -15,7 +15,7 @@ import pytest
 import worker_processes as processes
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import EmbeddedBroker, KafkaBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -125,3 +125,46 @@ async def test_an_input_topic_deleted_while_running_stops_the_worker(
     # The embedded broker may re-create the topic (with its default partition count) when a
     # client asks for it: either way the worker's tasks no longer fit its inputs.
     assert "no longer has the app's input topics" in last or "restart the workers" in last, last
+
+
+async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
+    unique: str, tmp_path: Path
+) -> None:
+    """`streamjoin broker --kafka --data DIR` stopped and started again on the same port and
+    data under running workers: they ride it out (topics, records and committed offsets kept)."""
+    first = KafkaBroker(data_dir=tmp_path / "kafka")
+    bootstrap = first.start()
+    restarted: KafkaBroker | None = None
+    workers = processes.Workers(bootstrap, unique, tmp_path)
+    try:
+        await processes.make_topics(bootstrap, unique)
+        # Producers resend what they buffered during the restart at different moments: a task
+        # waits up to max_task_idle_ms for the side that is behind instead of making it late.
+        idle = ("--max-task-idle-ms", "5000")
+        workers.start("w1", *idle)
+        workers.start("w2", *idle)
+        producing = asyncio.create_task(
+            processes.produce(bootstrap, unique, range(4_000), pace_s=0.15)
+        )
+        await processes.read_joined(bootstrap, unique, want=300, within_s=90)
+        assert not producing.done(), "the restart must happen under load"
+        first.stop()
+        await asyncio.sleep(3)
+        restarted = KafkaBroker(first.port, data_dir=tmp_path / "kafka")
+        restarted.start()
+        await producing
+        seen = await processes.read_joined(bootstrap, unique, want=4_000, within_s=180)
+        sent = await processes.read_sent(bootstrap, unique)
+    finally:
+        codes = workers.stop_all()
+        for broker in (restarted, first):
+            if broker is not None:
+                broker.stop()
+    assert sent == {"impressions": set(range(4_000)), "clicks": set(range(4_000))}, {
+        topic: len(auctions) for topic, auctions in sent.items()
+    }
+    missing = sorted(set(range(4_000)) - seen.keys())
+    duplicates = sum(n - 1 for n in seen.values())
+    print(f"Kafka restarted: {len(missing)} missing, {duplicates} duplicates")
+    assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
+    assert codes == {"w1": 0, "w2": 0}, workers.logs()

@@ -79,8 +79,11 @@ class Workers:
 
 
 async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -> None:
-    """An impression per auction and a click 1-30 s (event time) later, in time order."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    """An impression per auction and a click 1-30 s (event time) later, in time order; sends
+    wait out a broker restart."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=5, acks="all", request_timeout_ms=180_000
+    )
     await producer.start()
     try:
         base = 1_700_000_000_000
@@ -97,6 +100,25 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
         await producer.flush()
     finally:
         await producer.stop()
+
+
+async def read_sent(bootstrap: str, suffix: str) -> dict[str, set[int]]:
+    """The auctions in each input topic (to tell a lost input from a lost join)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    found: dict[str, set[int]] = {"impressions": set(), "clicks": set()}
+    try:
+        tps = [TopicPartition(f"{t}-{suffix}", p) for t in found for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        while batch := await consumer.getmany(timeout_ms=2_000):
+            for tp, records in batch.items():
+                found[tp.topic.rsplit("-", 1)[0]].update(
+                    json.loads(r.value)["auction"] for r in records
+                )
+    finally:
+        await consumer.stop()
+    return found
 
 
 async def read_joined(bootstrap: str, suffix: str, want: int, within_s: float) -> Counter[int]:
