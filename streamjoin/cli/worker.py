@@ -12,6 +12,7 @@ import typer
 
 from streamjoin.dsl.loading import load_app
 from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.state.memory import parse_size
 
 __all__ = ("register",)
 
@@ -24,6 +25,13 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     ] = None,
     state_dir: Annotated[
         Path | None, typer.Option(help="Where task state lives (default: the app's).")
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory of all state stores together: RocksDB block cache and write buffers, "
+            "newest window records (e.g. 256MiB, 1GiB; default: the app's, 256MiB)."
+        ),
     ] = None,
     processing_guarantee: Annotated[
         str, typer.Option(help="at_least_once (the only one so far).")
@@ -57,6 +65,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     options = WorkerOptions(
         bootstrap=bootstrap,
         state_dir=state_dir,
+        memory_budget_bytes=None if memory is None else parse_size(memory),
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         on_error=on_error,
