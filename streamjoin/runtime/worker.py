@@ -44,6 +44,7 @@ from streamjoin.runtime.worker_memory import memory_budget, register_memory_metr
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.manager import StateManager
+from streamjoin.state.memory import return_freed_memory_promptly
 
 __all__ = ("Worker", "WorkerOptions")
 
@@ -117,6 +118,7 @@ class Worker:
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
         logger.info("%s", self.memory.describe())
+        return_freed_memory_promptly()
         partitions = await check_topics(self.app, self.bootstrap)
         topology = AppTopology(self.app, partitions)
         await ensure_changelogs(

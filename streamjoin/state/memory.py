@@ -15,6 +15,8 @@ closing a store gives its share back.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,21 +29,29 @@ from streamjoin.state.recent_records import RecentBudget
 __all__ = (
     "DEFAULT_MEMORY_BUDGET_BYTES",
     "MIN_ROCKSDB_BYTES",
+    "STORE_OVERHEAD_BYTES",
     "MemoryBudget",
     "MemoryUsage",
     "RocksDBOptionsSetter",
     "format_size",
     "parse_size",
     "recent_share",
+    "return_freed_memory_promptly",
 )
 
 MIB = 1 << 20
 
 DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
-"""Half for the newest window records, which the ads join at 3,000 records/s per worker keeps
-within a fifth of (65 s window, ~330 bytes each); half for RocksDB, 64 MiB of it write buffers,
-which a worker of 32 tasks (96 stores) shares at 4 MiB memtables. With the interpreter (~60 MiB)
-and the Kafka clients it fits a 512 MiB container."""
+"""Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
+join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
+here. The rest for RocksDB: a third of it (53 MiB) write buffers, which a worker of 32 tasks
+(96 stores) shares in 3 MiB memtables, the rest data and index blocks. With the interpreter
+(~40 MiB) and the Kafka clients it fits a 512 MiB container with room to spare."""
+
+STORE_OVERHEAD_BYTES = MIB
+"""What an open store costs beyond its memtables and cached blocks (its write-ahead log's
+buffer, table readers, version metadata and the allocator's share of them), about: measured,
+40 stores with few records took 8 MiB, and their churn under writes as much again."""
 
 MIN_ROCKSDB_BYTES = 8 * MIB
 """Least the RocksDB part may have: below it, memtables flush at a few records each."""
@@ -53,6 +63,26 @@ hold the shared block cache: replacing it takes that store out of the budget."""
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+_M_MMAP_THRESHOLD = -3
+"""glibc's mallopt parameter number (malloc.h)."""
+
+
+def return_freed_memory_promptly() -> bool:
+    """Have glibc serve blocks of 128 KiB and more (memtable arena blocks) from their own
+    mappings, returned to the system when freed. By default glibc raises that threshold each
+    time such a block is freed, up to 32 MiB, after which freed memtables stay in its heap:
+    measured, a process within a 128 MiB budget then held 90 MiB more than it used. False
+    where the C library is not glibc (nothing changed)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024))
 
 
 def parse_size(text: str) -> int:
@@ -77,8 +107,8 @@ def format_size(size: int) -> str:
 
 
 def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
-    """The newest window records' part of a budget (default half), checked."""
-    recent = total_bytes // 2 if recent_bytes is None else recent_bytes
+    """The newest window records' part of a budget (default three eighths), checked."""
+    recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
     if recent < 0 or total_bytes - recent < MIN_ROCKSDB_BYTES:
         raise ConfigurationError(
             f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "
@@ -113,12 +143,15 @@ class MemoryBudget:
         recent_bytes: int | None = None,
         rocksdb_options: RocksDBOptionsSetter | None = None,
     ) -> None:
-        """`recent_bytes`: the newest window records' part (default half the budget)."""
+        """`recent_bytes`: the newest window records' part (default three eighths)."""
         recent = recent_share(total_bytes, recent_bytes)
         self.total_bytes = total_bytes
+        self.recent_bytes = recent
         self.recent = RecentBudget(recent)
+        self.open_stores = 0
         self.rocksdb_bytes = total_bytes - recent
-        self.write_buffer_bytes = self.rocksdb_bytes // 2
+        # A third: memtables overshoot the limit while their flushes run (measured: by half).
+        self.write_buffer_bytes = self.rocksdb_bytes // 3
         self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
         """One store's memtable size: small, so that a flush frees little at a time and the
         write buffers' limit, not each store's, decides when memtables flush."""
@@ -129,6 +162,20 @@ class MemoryBudget:
             self.write_buffer_bytes, False, self.block_cache
         )
         self._setter = rocksdb_options
+
+    def store_opened(self) -> None:
+        """A store costs memory outside the cache (see STORE_OVERHEAD_BYTES): the newest
+        records' part gives it up while the store is open."""
+        self.open_stores += 1
+        self._resize_recent()
+
+    def store_closed(self) -> None:
+        self.open_stores -= 1
+        self._resize_recent()
+
+    def _resize_recent(self) -> None:
+        reserved = self.open_stores * STORE_OVERHEAD_BYTES
+        self.recent.max_bytes = max(0, self.recent_bytes - reserved)
 
     def options(self, store_name: str) -> Options:
         """Options for opening one store's database within this budget."""
@@ -146,8 +193,10 @@ class MemoryBudget:
         options.set_compression_per_level(
             [DBCompressionType.none()] + [DBCompressionType.lz4()] * 6
         )
-        # RocksDB keeps statistics history in memory per database by default.
+        # Memory each database holds outside the cache: statistics history (kept in memory
+        # by default) and the write-ahead log's buffer (1 MiB by default, per database).
         options.set_stats_persist_period_sec(0)
+        options.set_writable_file_max_buffer_size(128 * 1024)
         options.set_keep_log_file_num(2)
         table = BlockBasedOptions()
         table.set_block_cache(self.block_cache)
@@ -172,6 +221,7 @@ class MemoryBudget:
             f"memory budget {format_size(self.total_bytes)}: RocksDB block cache "
             f"{format_size(self.rocksdb_bytes)} holding write buffers up to "
             f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
-            f"memtables), newest window records {format_size(self.recent.max_bytes)}; "
-            "shared by every store of this worker"
+            f"memtables), newest window records {format_size(self.recent_bytes)} less "
+            f"{format_size(STORE_OVERHEAD_BYTES)} per open store; shared by every store of "
+            "this worker"
         )

@@ -23,9 +23,11 @@ from typing import Any
 
 __all__ = ("RECORD_OVERHEAD_BYTES", "RecentBudget", "RecentRecords")
 
-RECORD_OVERHEAD_BYTES = 200
-"""What a record costs here besides its key and value bytes (tuples, list and deque slots and a
-small decoded memo), an estimate for the byte budget."""
+RECORD_OVERHEAD_BYTES = 450
+"""What a record costs here besides its key and value bytes (object headers, tuples, list and
+deque slots, and the allocator's slack as records of many stores come and go; measured: 64 MiB
+of records counted at 300 took 80 MiB), an estimate for the byte budget. A memo is charged as
+much again as the value: a decoded value takes about what its encoding does."""
 
 Entry = tuple[int, bytes, Any]
 """(timestamp, value, memo)"""
@@ -63,6 +65,8 @@ class RecentRecords:
         else:
             entries.append((timestamp, value, memo))
         size = len(key) + len(value) + RECORD_OVERHEAD_BYTES
+        if memo is not None:
+            size += len(value)
         self._put_order.append((timestamp, key, size))
         self.size_bytes += size
         budget = self._budget

@@ -39,6 +39,8 @@ class LocalStore(ABC):
         self.path = path
         self.memory = memory
         self._db: Rdict = open_rocksdb(path, memory.options(spec.name))
+        memory.store_opened()
+        self._closed = False
         self._writer: ChangelogWriter | None = None
         self._unlogged = False
         self._load()
@@ -136,6 +138,10 @@ class LocalStore(ABC):
 
     def close(self) -> None:
         """Close the database; pending writes are dropped and memory goes back to the budget."""
+        if self._closed:
+            return
+        self._closed = True
         self.discard_pending()
         self._writer = None
         self._db.close()
+        self.memory.store_closed()

@@ -14,7 +14,7 @@ from rocksdict import Options, Rdict
 
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.encoding import NO_TIME
-from streamjoin.state.memory import MIN_ROCKSDB_BYTES, MemoryBudget
+from streamjoin.state.memory import MIN_ROCKSDB_BYTES, STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
 from streamjoin.state.window_store import WindowStore
 
@@ -219,7 +219,8 @@ def test_fetch_matches_a_list_model(
     of about three records, or ample; reopening empties them), fetches equal the model's, and a
     record's memo comes back exactly while it is in memory."""
     spec = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
-    memory = MemoryBudget(MIN_ROCKSDB_BYTES + recent_bytes, recent_bytes=recent_bytes)
+    recent_share = STORE_OVERHEAD_BYTES + recent_bytes  # the open store takes its overhead
+    memory = MemoryBudget(MIN_ROCKSDB_BYTES + recent_share, recent_bytes=recent_share)
     path = tmp_path_factory.mktemp("w") / "w"
     store = WindowStore(spec, path, memory)
     store.attach_writer(recording_writer())
