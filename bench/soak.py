@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import tempfile
@@ -82,14 +81,14 @@ class Traffic:
         try:
             started = time.monotonic()
             start_ms = int(time.time() * 1000)
-            for i in itertools.count():
+            while True:
                 elapsed = time.monotonic() - started
-                if i >= elapsed * self.pairs_per_s:
+                if self.sent >= elapsed * self.pairs_per_s:
                     if stop.is_set():
                         break
                     await asyncio.sleep(0.01)
                     continue
-                key = f"{self.prefix}-{i:09d}"
+                key = f"{self.prefix}-{self.sent:09d}"
                 ts = start_ms + int(elapsed * 1000)
                 await producer.send(
                     impressions, impression(key, ts), key=key.encode(), timestamp_ms=ts
@@ -97,7 +96,7 @@ class Traffic:
                 await producer.send(
                     clicks, Click(key, ts + 1).encode(), key=key.encode(), timestamp_ms=ts + 1
                 )
-                self.sent = i + 1
+                self.sent += 1
             await producer.flush()
         finally:
             await producer.stop()
@@ -113,7 +112,7 @@ async def read_pairs(bootstrap: str, topic: str, partitions: int) -> Counter[str
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         await consumer.seek_to_beginning(*tps)
-        while any(await consumer.position(tp) < ends[tp] for tp in tps):
+        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
             for records in (await consumer.getmany(timeout_ms=500)).values():
                 for record in records:
                     value = json.loads(record.value or b"{}")
@@ -172,7 +171,11 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
             if now >= next_sample:
                 rss.append((now - t0, [rss_bytes(pid) for pid in pids]))
                 sizes = ", ".join(f"{size / MIB:.0f}" for size in rss[-1][1])
-                print(f"[{mode}] {now - t0:6.0f} s  RSS MiB: {sizes}", flush=True)
+                behind = 2 * traffic.sent - (records_in(workers) - in_before)
+                print(
+                    f"[{mode}] {now - t0:6.0f} s  RSS MiB: {sizes}; {behind} records behind",
+                    flush=True,
+                )
                 next_sample += args.sample_every
             await asyncio.sleep(0.5)
         stop.set()
