@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -34,6 +35,7 @@ from scale_out_traffic import impression
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.kafka.watermarks import log_bounds
 
 MODES = {"bounded": [], "unbounded": ["--unbounded"]}
 MIB = 1 << 20
@@ -109,8 +111,9 @@ async def read_pairs(bootstrap: str, topic: str, partitions: int) -> Counter[str
     pairs: Counter[str] = Counter()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
+        bounds = await log_bounds(bootstrap, tps)
+        ends = {tp: bound.end for tp, bound in zip(tps, bounds, strict=True)}
         consumer.assign(tps)
-        ends = await consumer.end_offsets(tps)
         await consumer.seek_to_beginning(*tps)
         while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
             for records in (await consumer.getmany(timeout_ms=500)).values():
@@ -193,6 +196,9 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
     finally:
         stop.set()
         await asyncio.gather(*(w.stop() for w in workers))
+        if args.keep_logs:
+            for worker in workers:
+                shutil.copy(worker.log, Path(args.keep_logs) / worker.log.name)
     pairs = await read_pairs(bootstrap, out, args.partitions)
     return Result(
         mode,
@@ -255,4 +261,5 @@ if __name__ == "__main__":
     parser.add_argument("--pairs-per-s", type=int, default=1_500, help="impression-click pairs")
     parser.add_argument("--memory", help="budget of the bounded mode (default the app's)")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--keep-logs", help="copy the workers' logs into this directory")
     asyncio.run(main(parser.parse_args()))
