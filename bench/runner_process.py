@@ -59,6 +59,11 @@ class RunnerProcess:
     _reader: asyncio.Task[None] | None = None
 
     @property
+    def pid(self) -> int:
+        assert self._process is not None, "not started"
+        return self._process.pid
+
+    @property
     def latest(self) -> Snapshot | None:
         return self.history[-1] if self.history else None
 

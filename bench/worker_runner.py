@@ -35,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from ads_join import AD_WINDOW, make_app
+from unbounded import unbounded_settings
 
 from streamjoin import JoinWindows
 from streamjoin.compiled import build_description
 from streamjoin.runtime.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
+from streamjoin.state.memory import parse_size
 
 __all__ = ("options_from", "parser")
 
@@ -154,6 +156,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rekey-clicks", action="store_true", help="re-key the clicks by auction (key_by)"
     )
+    p.add_argument("--memory", help="the worker's memory budget (e.g. 256MiB; default the app's)")
+    p.add_argument(
+        "--unbounded",
+        action="store_true",
+        help="RocksDB's per-store defaults and 32 MiB of newest records per window store, as "
+        "before the memory budget (a baseline)",
+    )
     return p
 
 
@@ -162,6 +171,7 @@ def options_from(args: argparse.Namespace) -> WorkerOptions:
         bootstrap=args.bootstrap,
         state_dir=args.state_dir,
         commit_interval_s=args.commit_interval,
+        memory_budget_bytes=None if args.memory is None else parse_size(args.memory),
         session_timeout_ms=6_000,
         heartbeat_interval_ms=500,
         followup_on_catch_up=not args.no_followup_on_catch_up,
@@ -181,6 +191,7 @@ async def main(args: argparse.Namespace) -> None:
         probing_rebalance_interval_s=args.probing_interval_s,
         max_warmup_replicas=args.max_warmup_replicas,
         rekey_clicks=args.rekey_clicks,
+        **(unbounded_settings() if args.unbounded else {}),
     )
     worker = Worker(app, options_from(args))
 

@@ -23,6 +23,7 @@ from streamjoin.dsl.app import App, AppSettings
 from streamjoin.dsl.loading import load_app
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.state.memory import parse_size
 
 __all__ = ("register",)
 
@@ -67,6 +68,13 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         Path | None,
         typer.Option(
             metavar="DIR", help="Where task state lives.", show_default=_app_default("state_dir")
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory of all state stores together: RocksDB block cache and write buffers, "
+            "newest window records (e.g. 256MiB, 1GiB; default: the app's, 256MiB)."
         ),
     ] = None,
     processing_guarantee: Annotated[
@@ -185,6 +193,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     options = WorkerOptions(
         bootstrap=bootstrap,
         state_dir=state_dir,
+        memory_budget_bytes=None if memory is None else parse_size(memory),
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         on_error=None if on_error is None else on_error.value,

@@ -15,7 +15,7 @@ from streamjoin.dsl.topics import Stream, Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
-from streamjoin.state.specs import DEFAULT_RECENT_BYTES
+from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
 __all__ = ("App", "AppSettings")
 
@@ -46,9 +46,15 @@ class AppSettings:
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     probing_rebalance_interval_s: float = 600.0
-    window_memory_bytes: int = DEFAULT_RECENT_BYTES
-    """Per window store: about how much memory its newest records may take, from which a join
-    reads its matches without RocksDB (0: always read RocksDB)."""
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
+    """Memory of all the worker's state stores together: RocksDB's block cache and write
+    buffers, and the window stores' newest records (README "Memory")."""
+    window_memory_bytes: int | None = None
+    """Of the budget, what the window stores' newest records may take, all stores together:
+    a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""
+    rocksdb_options: RocksDBOptionsSetter | None = None
+    """`(store_name, options, table_options) -> None`, to tune each store's RocksDB options
+    (as Kafka Streams' rocksdb.config.setter)."""
 
 
 class App:
@@ -67,6 +73,7 @@ class App:
             self.settings = AppSettings(broker=broker, **settings)
         except TypeError as exc:
             raise ConfigurationError(f"App({app_id!r}): {exc}") from None
+        _check_memory(self.settings)
         self._topics: dict[str, Topic] = {}
         self._joins: dict[str, JoinSpec] = {}
         self._inputs = InputResolver(app_id)
@@ -177,6 +184,14 @@ class App:
             return joiner
 
         return register
+
+
+def _check_memory(settings: AppSettings) -> None:
+    recent_share(settings.memory_budget_bytes, settings.window_memory_bytes)
+    if settings.rocksdb_options is not None and not callable(settings.rocksdb_options):
+        raise ConfigurationError(
+            "rocksdb_options must be a callable (store_name, options, table_options) -> None"
+        )
 
 
 def _check_name(name: str, joiner: Joiner) -> None:

@@ -103,7 +103,7 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
                 "kind": store.kind.value,
                 "changelog": changelog_topic(topology.app.app_id, store.name),
             }
-            for store in store_specs(spec, topology.app.settings.window_memory_bytes)
+            for store in store_specs(spec)
         ],
     }
     return {

@@ -76,7 +76,7 @@ def _names(spec: JoinSpec) -> dict[str, str]:
     }
 
 
-def store_specs(spec: JoinSpec, window_memory_bytes: int) -> tuple[StoreSpec, ...]:
+def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     """The stores a task of `spec` keeps; their names start with the join's name, so the
     changelog topics of different joins never collide."""
     names = _names(spec)
@@ -86,10 +86,7 @@ def store_specs(spec: JoinSpec, window_memory_bytes: int) -> tuple[StoreSpec, ..
     # One millisecond more than the window needs: a store drops records at exactly
     # stream time - retention, and a partner may still arrive at that instant.
     retention = spec.window.retention_ms + 1
-    stores = [
-        StoreSpec.window(names[side], retention_ms=retention, recent_bytes=window_memory_bytes)
-        for side in ("left", "right")
-    ]
+    stores = [StoreSpec.window(names[side], retention_ms=retention) for side in ("left", "right")]
     if spec.how != "inner":
         stores.append(StoreSpec.kv(names["pending"]))
     return tuple(stores)
@@ -158,7 +155,7 @@ class AppTopology:
     def task_spec(self, task: TaskId) -> TaskSpec:
         """The state of a join task (a repartition task has none)."""
         spec = self._joins[task.subtopology]
-        stores = store_specs(spec, self.app.settings.window_memory_bytes)
+        stores = store_specs(spec)
         return TaskSpec(str(task), task.partition, self.partitions[spec.name], stores)
 
     def all_tasks(self) -> list[TaskId]:

@@ -46,9 +46,11 @@ from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
+from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.manager import StateManager
+from streamjoin.state.memory import return_freed_memory_promptly
 
 __all__ = ("Worker", "WorkerOptions")
 
@@ -65,6 +67,8 @@ class WorkerOptions:
 
     bootstrap: str | None = None
     state_dir: Path | None = None
+    memory_budget_bytes: int | None = None
+    """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
     commit_interval_s: float | None = None
     metrics_port: int | None = None
     on_error: str | None = None
@@ -113,6 +117,7 @@ class Worker:
         self.bootstrap = options.bootstrap or settings.broker
         self.state_dir = options.state_dir or settings.state_dir
         self.commit_interval_s = options.commit_interval_s or settings.commit_interval_s
+        self.memory = memory_budget(settings, options.memory_budget_bytes)
         self._commit_lock = asyncio.Lock()
         self._stopping = asyncio.Event()
         self.manager: TaskManager | None = None
@@ -129,6 +134,8 @@ class Worker:
 
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
+        logger.info("%s", self.memory.describe())
+        return_freed_memory_promptly()
         compiled = await check_topics(self.app, self.bootstrap)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
@@ -138,7 +145,7 @@ class Worker:
             {
                 store: partitions[spec.name]
                 for spec in self.app.joins
-                for store in store_specs(spec, self.app.settings.window_memory_bytes)
+                for store in store_specs(spec)
             },
         )
         # Sends wait for a broker that is away (they expire after the request timeout) as long
@@ -190,6 +197,7 @@ class Worker:
             app_id=self.app.app_id,
             bootstrap=self.bootstrap,
             producer=producer,
+            memory=self.memory,
         )
         restores = RestoreTracker()
         state.subscribe(restores)
@@ -227,6 +235,7 @@ class Worker:
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
         register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
+        register_memory_metrics(self.metrics, state)
         self.metrics.register(
             "event_loop_stalls_total",
             "counter",

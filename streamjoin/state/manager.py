@@ -27,6 +27,7 @@ from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
 from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import StateEvents, StateListener
 from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ChangelogReader, ReaderConfig
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.task_state import TaskPhase, TaskState
@@ -54,10 +55,13 @@ class StateManager:
         bootstrap: str,
         producer: Any,
         config: StateConfig | None = None,
+        memory: MemoryBudget | None = None,
     ) -> None:
-        """`producer`: a started aiokafka producer without serializers, owned by the caller."""
+        """`producer`: a started aiokafka producer without serializers, owned by the caller.
+        `memory`: the budget every store of every task opened here shares (default 256 MiB)."""
         self.app_id = app_id
         self.config = config or StateConfig()
+        self.memory = memory or MemoryBudget()
         self.directory = StateDirectory(state_dir, app_id)
         self.events = StateEvents()
         self._bootstrap = bootstrap
@@ -177,6 +181,7 @@ class StateManager:
                 reader=self._reader,
                 events=self.events,
                 progress_interval_s=self.config.progress_interval_s,
+                memory=self.memory,
             )
             self._tasks[spec.task_id] = task
         return task

@@ -7,7 +7,9 @@ answered from here alone, with no RocksDB iterator; the part of a range at or be
 read from RocksDB and the unflushed writes as before. The floor starts at the store's stream
 time when it opens (or finishes a restore: those records are in RocksDB only) and rises as
 records leave the index, oldest put first, once they have expired or when the index outgrows
-its byte budget.
+the byte budget it shares with every window store of the worker (state/memory.py): a put
+over that budget evicts the putting store's oldest records, as Kafka Streams' record cache
+evicts from the cache being written.
 
 Each record may carry a memo that the caller wants back with it (the join keeps the record's
 decoded value there, so a record is decoded once however often it matches).
@@ -19,11 +21,13 @@ from collections import deque
 from operator import itemgetter
 from typing import Any
 
-__all__ = ("RECORD_OVERHEAD_BYTES", "RecentRecords")
+__all__ = ("RECORD_OVERHEAD_BYTES", "RecentBudget", "RecentRecords")
 
-RECORD_OVERHEAD_BYTES = 200
-"""What a record costs here besides its key and value bytes (tuples, list and deque slots and a
-small decoded memo), an estimate for the byte budget."""
+RECORD_OVERHEAD_BYTES = 450
+"""What a record costs here besides its key and value bytes (object headers, tuples, list and
+deque slots, and the allocator's slack as records of many stores come and go; measured: 64 MiB
+of records counted at 300 took 80 MiB), an estimate for the byte budget. A memo is charged as
+much again as the value: a decoded value takes about what its encoding does."""
 
 Entry = tuple[int, bytes, Any]
 """(timestamp, value, memo)"""
@@ -31,13 +35,21 @@ Entry = tuple[int, bytes, Any]
 _TIMESTAMP = itemgetter(0)
 
 
+class RecentBudget:
+    """Bytes the newest records of all window stores sharing it may take together."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used_bytes = 0
+
+
 class RecentRecords:
     """Records by key in put order, each key's list and the put order evicted front first."""
 
-    def __init__(self, floor: int, max_bytes: int) -> None:
+    def __init__(self, floor: int, budget: RecentBudget) -> None:
         self.floor = floor
         """Every record put since opening with a larger timestamp is here (others may be)."""
-        self._max_bytes = max_bytes
+        self._budget = budget
         self._by_key: dict[bytes, list[Entry]] = {}
         self._put_order: deque[tuple[int, bytes, int]] = deque()
         """(timestamp, key, estimated size) of every record here, in put order."""
@@ -53,9 +65,14 @@ class RecentRecords:
         else:
             entries.append((timestamp, value, memo))
         size = len(key) + len(value) + RECORD_OVERHEAD_BYTES
+        if memo is not None:
+            size += len(value)
         self._put_order.append((timestamp, key, size))
         self.size_bytes += size
-        while self.size_bytes > self._max_bytes:
+        budget = self._budget
+        budget.used_bytes += size
+        order = self._put_order
+        while budget.used_bytes > budget.max_bytes and order:
             self._evict_oldest()
 
     def expire(self, cutoff: int) -> None:
@@ -77,9 +94,11 @@ class RecentRecords:
         return found
 
     def reset(self, floor: int) -> None:
-        """Forget everything; only records put from now on with timestamps above `floor` count."""
+        """Forget everything (giving the bytes back to the budget); only records put from now
+        on with timestamps above `floor` count."""
         self._by_key.clear()
         self._put_order.clear()
+        self._budget.used_bytes -= self.size_bytes
         self.size_bytes = 0
         self.floor = floor
 
@@ -96,4 +115,5 @@ class RecentRecords:
         else:
             del entries[0]
         self.size_bytes -= size
+        self._budget.used_bytes -= size
         self.floor = max(self.floor, timestamp)

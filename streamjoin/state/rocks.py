@@ -1,4 +1,5 @@
-"""Open RocksDB databases the way every store needs them: raw bytes, created on demand.
+"""Open RocksDB databases the way every store needs them: raw bytes, created on demand, with
+the options of the worker's memory budget (memory.py).
 
 Durability comes from the changelog, not from RocksDB: writes go through the WAL without fsync,
 and the WAL is synced only before a checkpoint claims the data (see TaskState.checkpoint).
@@ -17,20 +18,14 @@ from streamjoin.state.errors import StateError, StoreLockedError
 __all__ = ("open_rocksdb", "scan")
 
 
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    return options
-
-
-def open_rocksdb(path: Path) -> Rdict:
-    """Open (or create) the database at `path` in raw mode: keys and values are bytes.
+def open_rocksdb(path: Path, options: Options) -> Rdict:
+    """Open (or create) the database at `path` with `options` (raw mode: keys and values are
+    bytes, `create_if_missing`; see MemoryBudget.options).
 
     Raises StoreLockedError when another handle holds its lock, StateError when it is unreadable.
     """
     path.mkdir(parents=True, exist_ok=True)
     try:
-        options = _options()
         # Name the default column family explicitly: otherwise rocksdict reopens it with the
         # options stored in the database, not these.
         return Rdict(str(path), options, column_families={"default": options})

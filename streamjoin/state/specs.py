@@ -10,7 +10,6 @@ from streamjoin.errors import ConfigurationError
 
 __all__ = (
     "DEFAULT_MIN_SEGMENT_INTERVAL_MS",
-    "DEFAULT_RECENT_BYTES",
     "StoreKind",
     "StoreSpec",
     "TaskSpec",
@@ -19,9 +18,6 @@ __all__ = (
 
 DEFAULT_MIN_SEGMENT_INTERVAL_MS = 60_000
 """Default lower bound of a window store's segment interval (as Kafka Streams)."""
-
-DEFAULT_RECENT_BYTES = 32 * 1024 * 1024
-"""Default memory budget of a window store's newest records (see recent_records.py)."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -53,9 +49,6 @@ class StoreSpec:
     """Window stores: records with timestamp <= stream time - retention are dropped."""
     segment_interval_ms: int = 0
     """Window stores: expired data is deleted in whole segments of this many milliseconds."""
-    recent_bytes: int = DEFAULT_RECENT_BYTES
-    """Window stores: about how much memory the newest records may take, which fetches then
-    read without RocksDB (0: none)."""
 
     def __post_init__(self) -> None:
         check_name("store", self.name)
@@ -70,11 +63,6 @@ class StoreSpec:
                     f"window store {self.name!r}: segment_interval_ms must be positive, "
                     f"got {self.segment_interval_ms}"
                 )
-            if self.recent_bytes < 0:
-                raise ConfigurationError(
-                    f"window store {self.name!r}: recent_bytes must be 0 or more, "
-                    f"got {self.recent_bytes}"
-                )
 
     @classmethod
     def kv(cls, name: str) -> StoreSpec:
@@ -87,7 +75,6 @@ class StoreSpec:
         *,
         retention_ms: int,
         segment_interval_ms: int | None = None,
-        recent_bytes: int = DEFAULT_RECENT_BYTES,
     ) -> StoreSpec:
         """A window store; the segment interval defaults to max(retention / 2, 60 s)."""
         interval = (
@@ -95,7 +82,7 @@ class StoreSpec:
             if segment_interval_ms is not None
             else max(retention_ms // 2, DEFAULT_MIN_SEGMENT_INTERVAL_MS)
         )
-        return cls(name, StoreKind.WINDOW, retention_ms, interval, recent_bytes)
+        return cls(name, StoreKind.WINDOW, retention_ms, interval)
 
 
 @dataclass(frozen=True, slots=True)

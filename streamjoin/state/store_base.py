@@ -20,6 +20,7 @@ from rocksdict import Rdict, WriteBatch, WriteOptions
 
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import StoreNotWritableError
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.rocks import open_rocksdb
 from streamjoin.state.specs import StoreSpec
 
@@ -30,12 +31,16 @@ _UNLOGGED.disable_wal = True  # type: ignore[method-assign, assignment]  # a pro
 
 
 class LocalStore(ABC):
-    """One store of one task, backed by its own RocksDB directory."""
+    """One store of one task, backed by its own RocksDB directory, within the worker's memory
+    budget (shared block cache and write buffers; a window store's newest records)."""
 
-    def __init__(self, spec: StoreSpec, path: Path) -> None:
+    def __init__(self, spec: StoreSpec, path: Path, memory: MemoryBudget) -> None:
         self.spec = spec
         self.path = path
-        self._db: Rdict = open_rocksdb(path)
+        self.memory = memory
+        self._db: Rdict = open_rocksdb(path, memory.options(spec.name))
+        memory.store_opened()
+        self._closed = False
         self._writer: ChangelogWriter | None = None
         self._unlogged = False
         self._load()
@@ -60,6 +65,15 @@ class LocalStore(ABC):
     @abstractmethod
     def pending_count(self) -> int:
         """Writes not yet in RocksDB (pending and being flushed)."""
+
+    @property
+    def recent_bytes(self) -> int:
+        """Memory the store's newest records take (window stores)."""
+        return 0
+
+    def write_buffer_bytes(self) -> int:
+        """Memory of the store's memtables (its part of the shared write buffers)."""
+        return self._db.property_int_value("rocksdb.cur-size-all-mem-tables") or 0
 
     @abstractmethod
     def _load(self) -> None:
@@ -118,10 +132,16 @@ class LocalStore(ABC):
         self.discard_pending()
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        self._db = open_rocksdb(self.path)
+        self._db = open_rocksdb(self.path, self.memory.options(self.name))
         self._unlogged = False
         self._load()
 
     def close(self) -> None:
+        """Close the database; pending writes are dropped and memory goes back to the budget."""
+        if self._closed:
+            return
+        self._closed = True
+        self.discard_pending()
         self._writer = None
         self._db.close()
+        self.memory.store_closed()

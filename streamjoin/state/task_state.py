@@ -24,6 +24,7 @@ from streamjoin.state.events import (
 )
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.store_base import LocalStore
@@ -85,6 +86,7 @@ class TaskState:
         reader: ChangelogReader,
         events: StateEvents,
         progress_interval_s: float,
+        memory: MemoryBudget,
     ) -> None:
         self.spec = spec
         self.task_id = spec.task_id
@@ -101,7 +103,9 @@ class TaskState:
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._read_started = 0.0
         self._last_progress = 0.0
-        self.local = TaskStores(spec, app_id=app_id, directory=directory, events=events)
+        self.local = TaskStores(
+            spec, app_id=app_id, directory=directory, events=events, memory=memory
+        )
 
     # -- stores -------------------------------------------------------------------------------
 

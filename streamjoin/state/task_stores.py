@@ -24,6 +24,7 @@ from streamjoin.state.errors import StateError, StoreLockedError
 from streamjoin.state.events import StateEvents, StateWiped
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
 from streamjoin.state.store_base import LocalStore
 from streamjoin.state.window_store import WindowStore
@@ -37,9 +38,16 @@ _S = TypeVar("_S", bound=LocalStore)
 
 class TaskStores:
     def __init__(
-        self, spec: TaskSpec, *, app_id: str, directory: StateDirectory, events: StateEvents
+        self,
+        spec: TaskSpec,
+        *,
+        app_id: str,
+        directory: StateDirectory,
+        events: StateEvents,
+        memory: MemoryBudget,
     ) -> None:
         self.spec = spec
+        self.memory = memory
         self.topics = {store.name: changelog_topic(app_id, store.name) for store in spec.stores}
         self.stores: dict[str, LocalStore] = {}
         self.positions: dict[str, int | None] = {}
@@ -77,13 +85,13 @@ class TaskStores:
         """The opened store, and False if its files were unreadable and had to be deleted."""
         kind = KeyValueStore if spec.kind is StoreKind.KEY_VALUE else WindowStore
         try:
-            return kind(spec, path), True
+            return kind(spec, path, self.memory), True
         except StoreLockedError:
             raise
         except StateError as exc:
             self._announce_wipe(spec.name, f"its files cannot be opened ({exc})")
             shutil.rmtree(path, ignore_errors=True)
-            return kind(spec, path), False
+            return kind(spec, path, self.memory), False
 
     def typed(self, name: str, kind: type[_S]) -> _S:
         store = self.stores.get(name)
@@ -108,6 +116,13 @@ class TaskStores:
     @property
     def pending_writes(self) -> int:
         return sum(store.pending_count for store in self.stores.values())
+
+    def write_buffer_bytes(self) -> int:
+        return sum(store.write_buffer_bytes() for store in self.stores.values())
+
+    @property
+    def recent_bytes(self) -> int:
+        return sum(store.recent_bytes for store in self.stores.values())
 
     def position_sum(self) -> int:
         return sum(position or 0 for position in self.positions.values())

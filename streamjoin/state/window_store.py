@@ -65,7 +65,7 @@ class WindowStore(LocalStore):
         self._dropped_below: int | None = None
         meta = self._db.get(META_KEY)
         self._stream_time, self._next_sequence = (NO_TIME, 0) if meta is None else decode_meta(meta)
-        self._recent = RecentRecords(self._stream_time, self.spec.recent_bytes)
+        self._recent = RecentRecords(self._stream_time, self.memory.recent)
 
     @property
     def stream_time(self) -> int:
@@ -80,6 +80,10 @@ class WindowStore(LocalStore):
     def recent(self) -> RecentRecords:
         """The newest records, in memory."""
         return self._recent
+
+    @property
+    def recent_bytes(self) -> int:
+        return self._recent.size_bytes
 
     def put(self, key: bytes, timestamp: int, value: bytes, memo: Any = None) -> bool:
         """Store a record; False (and nothing stored) if it is already expired.

@@ -36,10 +36,12 @@ from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.topology import TaskId, build_processor, store_specs
+from streamjoin.runtime.worker_memory import memory_budget
 from streamjoin.state.changelog_topics import changelog_topic
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind
 from streamjoin.state.store_base import LocalStore
 from streamjoin.state.window_store import WindowStore
@@ -75,12 +77,15 @@ class _Stores:
         spec: JoinSpec,
         task_id: TaskId,
         producer: MemoryChangelogProducer,
+        *,
+        memory: MemoryBudget,
     ) -> None:
         partition = task_id.partition
         self.by_name: dict[str, LocalStore] = {}
-        for store_spec in store_specs(spec, app.settings.window_memory_bytes):
+        for store_spec in store_specs(spec):
             kind = WindowStore if store_spec.kind is StoreKind.WINDOW else KeyValueStore
-            store = kind(store_spec, directory.store_dir(str(task_id), store_spec.name))
+            path = directory.store_dir(str(task_id), store_spec.name)
+            store = kind(store_spec, path, memory)
             topic = changelog_topic(app.app_id, store_spec.name)
             store.attach_writer(
                 ChangelogWriter(producer.for_partition(topic, partition), topic, partition)
@@ -143,6 +148,8 @@ class TestDriver:
         self._internal = [t for t in written if t in self._readers]
         """Topics the app both writes and reads: what lands there is processed in turn."""
         self.changelogs = MemoryChangelogProducer()
+        self.memory = memory_budget(app.settings)
+        """Shared by the stores of every task, as in a worker."""
 
     def _existing(self, partitions: Mapping[str, int]) -> dict[str, int]:
         """Partition counts of the topics the app reads from outside, as if they existed."""
@@ -187,7 +194,9 @@ class TestDriver:
         task_id = TaskId(spec.name, partition)
         task = self._tasks.get(task_id)
         if task is None:
-            stores = _Stores(self._directory, self.app, spec, task_id, self.changelogs)
+            stores = _Stores(
+                self._directory, self.app, spec, task_id, self.changelogs, memory=self.memory
+            )
             self._stores[task_id] = stores
             task = JoinTask(
                 self.app.app_id,

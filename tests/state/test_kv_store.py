@@ -14,12 +14,15 @@ from hypothesis import strategies as st
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.errors import StoreNotWritableError
 from streamjoin.state.kv_store import KeyValueStore, merge_overlay
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
+
+MEMORY = MemoryBudget()
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> KeyValueStore:
-    return KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv")
+    return KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", MEMORY)
 
 
 def test_writes_need_a_writer(store: KeyValueStore) -> None:
@@ -51,7 +54,7 @@ def test_a_flush_sends_each_keys_last_write_and_writes_stay_pending_until_it_end
     assert writer.records[1:] == [(b"c", b"3", None), (b"b", None, 9)]
     store.finish_flush()
     store.close()
-    reopened = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv")
+    reopened = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", MEMORY)
     assert (reopened.get(b"a"), reopened.get(b"b"), reopened.get(b"c")) == (None, None, b"3")
 
 
@@ -123,7 +126,7 @@ def test_reads_match_a_dict_model(
     start: bytes,
     end: bytes,
 ) -> None:
-    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path_factory.mktemp("kv") / "kv")
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path_factory.mktemp("kv") / "kv", MEMORY)
     writer = recording_writer()
     store.attach_writer(writer)
     model: dict[bytes, bytes] = {}
@@ -151,7 +154,7 @@ def test_reads_match_a_dict_model(
     store.begin_flush()
     store.finish_flush()
     # the changelog, though it leaves out overwritten and short-lived writes, rebuilds the model
-    restored = KeyValueStore(StoreSpec.kv("kv"), tmp_path_factory.mktemp("kv") / "kv")
+    restored = KeyValueStore(StoreSpec.kv("kv"), tmp_path_factory.mktemp("kv") / "kv", MEMORY)
     restored.restore(writer.as_changelog())
     assert list(restored.range()) == sorted(model.items())
     assert len(writer.records) <= sum(op in ("put", "delete") for op, _, _ in ops)

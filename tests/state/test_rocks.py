@@ -5,31 +5,34 @@ from pathlib import Path
 import pytest
 
 from streamjoin.state.errors import StateError, StoreLockedError
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.rocks import open_rocksdb, scan
+
+OPTIONS = MemoryBudget().options("s")
 
 
 def test_opens_raw_and_refuses_a_second_handle(tmp_path: Path) -> None:
-    db = open_rocksdb(tmp_path / "s")
+    db = open_rocksdb(tmp_path / "s", OPTIONS)
     db.put(b"k", b"v")
     with pytest.raises(StoreLockedError, match="own --state-dir"):
-        open_rocksdb(tmp_path / "s")
+        open_rocksdb(tmp_path / "s", OPTIONS)
     db.close()
-    again = open_rocksdb(tmp_path / "s")
+    again = open_rocksdb(tmp_path / "s", OPTIONS)
     assert again.get(b"k") == b"v"
     again.close()
 
 
 def test_unreadable_files_raise_state_error(tmp_path: Path) -> None:
-    open_rocksdb(tmp_path / "s").close()
+    open_rocksdb(tmp_path / "s", OPTIONS).close()
     (tmp_path / "s" / "CURRENT").write_text("junk\n")
     with pytest.raises(StateError, match="cannot open state store"):
-        open_rocksdb(tmp_path / "s")
+        open_rocksdb(tmp_path / "s", OPTIONS)
 
 
 def test_scan_keeps_its_upper_bound_until_the_scan_ends(tmp_path: Path) -> None:
     """The bound is built for the scan alone and nothing else holds it; memory churn between
     starting and finishing the scan must not move it (rocksdict does not keep it alive)."""
-    db = open_rocksdb(tmp_path / "s")
+    db = open_rocksdb(tmp_path / "s", OPTIONS)
     for i in range(1_000):
         db[b"k%04d" % i] = b"v" * 50
     prefix = b"k"

@@ -13,6 +13,7 @@ from streamjoin.state.errors import StateError
 from streamjoin.state.events import StateEvent, StateEvents, StateWiped
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec, TaskSpec
 from streamjoin.state.task_stores import TaskStores
 from streamjoin.state.window_store import WindowStore
@@ -25,7 +26,11 @@ def open_stores(tmp_path: Path) -> tuple[TaskStores, list[StateEvent]]:
     seen: list[StateEvent] = []
     events.subscribe(seen.append)
     stores = TaskStores(
-        SPEC, app_id="app", directory=StateDirectory(tmp_path, "app"), events=events
+        SPEC,
+        app_id="app",
+        directory=StateDirectory(tmp_path, "app"),
+        events=events,
+        memory=MemoryBudget(),
     )
     return stores, seen
 

@@ -14,14 +14,16 @@ from rocksdict import Options, Rdict
 
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.encoding import NO_TIME
+from streamjoin.state.memory import MIN_ROCKSDB_BYTES, STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
 from streamjoin.state.window_store import WindowStore
 
 SPEC = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
+MEMORY = MemoryBudget()
 
 
 def open_store(path: Path, writer: Any = None) -> WindowStore:
-    store = WindowStore(SPEC, path)
+    store = WindowStore(SPEC, path, MEMORY)
     store.attach_writer(writer)
     return store
 
@@ -216,11 +218,11 @@ def test_fetch_matches_a_list_model(
     """Whatever part the newest records in memory answer (all, some or none: a budget of 0,
     of about three records, or ample; reopening empties them), fetches equal the model's, and a
     record's memo comes back exactly while it is in memory."""
-    spec = StoreSpec.window(
-        "win", retention_ms=100, segment_interval_ms=10, recent_bytes=recent_bytes
-    )
+    spec = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
+    recent_share = STORE_OVERHEAD_BYTES + recent_bytes  # the open store takes its overhead
+    memory = MemoryBudget(MIN_ROCKSDB_BYTES + recent_share, recent_bytes=recent_share)
     path = tmp_path_factory.mktemp("w") / "w"
-    store = WindowStore(spec, path)
+    store = WindowStore(spec, path, memory)
     store.attach_writer(recording_writer())
     model: list[tuple[bytes, int, bytes]] = []
     stream_time = NO_TIME
@@ -235,7 +237,7 @@ def test_fetch_matches_a_list_model(
             store.finish_flush()
         if then == "reopen":
             store.close()
-            store = WindowStore(spec, path)
+            store = WindowStore(spec, path, memory)
             store.attach_writer(recording_writer())
     for key in (b"a", b"b", b"ab"):
         expected = sorted(
@@ -255,8 +257,9 @@ def test_fetch_matches_a_list_model(
             if memo is None:
                 assert not ample  # then every live record is answered from memory
                 assert ts <= store.recent.floor
-    assert store.recent.size_bytes <= recent_bytes
+    assert store.recent.size_bytes == memory.recent.used_bytes <= recent_bytes
     store.close()
+    assert memory.recent.used_bytes == 0  # closing gives the share back
 
 
 @pytest.mark.parametrize("stamped", [True, False])
@@ -268,7 +271,7 @@ def test_restore_in_one_segment_matches_the_record_by_record_path(
 ) -> None:
     spec = StoreSpec.window("win", retention_ms=1_000, segment_interval_ms=10_000)
     writer = recording_writer()
-    original = WindowStore(spec, tmp_path / "a")
+    original = WindowStore(spec, tmp_path / "a", MEMORY)
     original.attach_writer(writer)
     for i in range(100):
         original.put(
@@ -278,7 +281,7 @@ def test_restore_in_one_segment_matches_the_record_by_record_path(
     changelog = writer.as_changelog()
     if not stamped:  # record timestamps that do not match the keys: the slow path must be taken
         changelog = [make_record(r.offset, r.key, r.value, 0) for r in changelog]
-    restored = WindowStore(spec, tmp_path / "b")
+    restored = WindowStore(spec, tmp_path / "b", MEMORY)
     restored.restore(changelog)
     assert restored.stream_time == original.stream_time
     for key in (b"k0", b"k1", b"k2", b"k3"):

@@ -1,0 +1,227 @@
+"""One memory budget per worker, shared by every store it opens, however many tasks it runs.
+
+Each store is its own RocksDB database, and RocksDB's defaults size memory per database: two
+64 MiB write buffers and a block cache each, so memory grew with the number of stores rather
+than with the data. As Kafka Streams' bounded-memory configuration does, every database of a
+worker here uses one LRU block cache and one WriteBufferManager charged to that cache, so the
+write buffers, data blocks and index blocks of all stores together stay within the cache's
+capacity (RocksDB flushes the memtable being written once the write buffers reach their limit;
+it may overshoot briefly while a flush runs). The window stores' newest records
+(recent_records.py) take the rest of the budget, also one figure for all of them.
+
+A store opened later (a learner, a standby, a task after a rebalance) joins the same budget;
+closing a store gives its share back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager
+
+from streamjoin.errors import ConfigurationError
+from streamjoin.state.recent_records import RecentBudget
+
+__all__ = (
+    "DEFAULT_MEMORY_BUDGET_BYTES",
+    "MIN_ROCKSDB_BYTES",
+    "STORE_OVERHEAD_BYTES",
+    "MemoryBudget",
+    "MemoryUsage",
+    "RocksDBOptionsSetter",
+    "format_size",
+    "parse_size",
+    "recent_share",
+    "return_freed_memory_promptly",
+)
+
+MIB = 1 << 20
+
+DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
+"""Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
+join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
+here. The rest for RocksDB: a third of it (53 MiB) write buffers, which a worker of 32 tasks
+(96 stores) shares in 3 MiB memtables, the rest data and index blocks. With the interpreter
+(~40 MiB) and the Kafka clients it fits a 512 MiB container with room to spare."""
+
+STORE_OVERHEAD_BYTES = MIB
+"""What an open store costs beyond its memtables and cached blocks (its write-ahead log's
+buffer, table readers, version metadata and the allocator's share of them), about: measured,
+40 stores with few records took 8 MiB, and their churn under writes as much again."""
+
+MIN_ROCKSDB_BYTES = 8 * MIB
+"""Least the RocksDB part may have: below it, memtables flush at a few records each."""
+
+RocksDBOptionsSetter = Callable[[str, Options, BlockBasedOptions], None]
+"""`setter(store_name, options, table_options)`, called for every store before it opens, after
+the budget's own settings (Kafka Streams' rocksdb.config.setter). The table options already
+hold the shared block cache: replacing it takes that store out of the budget."""
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+_M_MMAP_THRESHOLD = -3
+"""glibc's mallopt parameter number (malloc.h)."""
+
+
+def return_freed_memory_promptly() -> bool:
+    """Have glibc serve blocks of 128 KiB and more (memtable arena blocks) from their own
+    mappings, returned to the system when freed. By default glibc raises that threshold each
+    time such a block is freed, up to 32 MiB, after which freed memtables stay in its heap:
+    measured, a process within a 128 MiB budget then held 90 MiB more than it used. False
+    where the C library is not glibc (nothing changed)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 128 * 1024))
+
+
+def parse_size(text: str) -> int:
+    """'256MiB', '1GiB', '512MB', '268435456' -> bytes. KiB/MiB/GiB (and K/M/G) are binary,
+    KB/MB/GB decimal."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise ConfigurationError(
+            f"memory size {text!r} is not understood: write a number of bytes with an optional "
+            "unit, e.g. 256MiB, 1GiB, 512MB"
+        )
+    number, unit = float(match[1]), (match[2] or "").upper()
+    decimal = unit.endswith("B") and len(unit) == 2  # KB, MB, GB, TB
+    factor = 1000 ** " KMGT".index(unit[0]) if decimal else _UNITS[unit[:1]]
+    return int(number * factor)
+
+
+def format_size(size: int) -> str:
+    if size >= MIB:
+        return f"{size / MIB:.0f} MiB" if size % MIB == 0 else f"{size / MIB:.1f} MiB"
+    return f"{size} bytes"
+
+
+def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
+    """The newest window records' part of a budget (default three eighths), checked."""
+    recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
+    if recent < 0 or total_bytes - recent < MIN_ROCKSDB_BYTES:
+        raise ConfigurationError(
+            f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "
+            f"newest window records leaves RocksDB less than {format_size(MIN_ROCKSDB_BYTES)}; "
+            "raise the budget or lower window_memory_bytes"
+        )
+    return recent
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryUsage:
+    """Bytes in use now, by kind."""
+
+    write_buffers: int
+    block_cache: int
+    """Data, index and filter blocks (the cache's usage less the write buffers' charge)."""
+    recent_records: int
+
+    @property
+    def total(self) -> int:
+        return self.write_buffers + self.block_cache + self.recent_records
+
+
+class MemoryBudget:
+    """The worker's memory for state: RocksDB's part (block cache holding the write buffers'
+    charge) and the newest window records' part."""
+
+    def __init__(
+        self,
+        total_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+        *,
+        recent_bytes: int | None = None,
+        rocksdb_options: RocksDBOptionsSetter | None = None,
+    ) -> None:
+        """`recent_bytes`: the newest window records' part (default three eighths)."""
+        recent = recent_share(total_bytes, recent_bytes)
+        self.total_bytes = total_bytes
+        self.recent_bytes = recent
+        self.recent = RecentBudget(recent)
+        self.open_stores = 0
+        self.rocksdb_bytes = total_bytes - recent
+        # A third: memtables overshoot the limit while their flushes run (measured: by half).
+        self.write_buffer_bytes = self.rocksdb_bytes // 3
+        self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
+        """One store's memtable size: small, so that a flush frees little at a time and the
+        write buffers' limit, not each store's, decides when memtables flush."""
+        self.block_cache = Cache(self.rocksdb_bytes)
+        # No stall: writes happen on the event loop, which must keep heartbeating; a write
+        # past the limit makes RocksDB flush that store's memtable instead.
+        self.write_buffers = WriteBufferManager.new_write_buffer_manager_with_cache(
+            self.write_buffer_bytes, False, self.block_cache
+        )
+        self._setter = rocksdb_options
+
+    def store_opened(self) -> None:
+        """A store costs memory outside the cache (see STORE_OVERHEAD_BYTES): the newest
+        records' part gives it up while the store is open."""
+        self.open_stores += 1
+        self._resize_recent()
+
+    def store_closed(self) -> None:
+        self.open_stores -= 1
+        self._resize_recent()
+
+    def _resize_recent(self) -> None:
+        reserved = self.open_stores * STORE_OVERHEAD_BYTES
+        self.recent.max_bytes = max(0, self.recent_bytes - reserved)
+
+    def options(self, store_name: str) -> Options:
+        """Options for opening one store's database within this budget."""
+        options = Options(raw_mode=True)
+        options.create_if_missing(True)
+        options.set_write_buffer_manager(self.write_buffers)
+        options.set_write_buffer_size(self.memtable_bytes)
+        options.set_max_write_buffer_number(2)
+        # Values are small and short-lived (window stores drop whole segments once they
+        # expire): level compaction sized to the small memtables, frequent flushes written
+        # uncompressed (most records expire before they are compacted), LZ4 below level 0.
+        options.set_level_compaction_dynamic_level_bytes(True)
+        options.set_target_file_size_base(4 * self.memtable_bytes)
+        options.set_max_bytes_for_level_base(16 * self.memtable_bytes)
+        options.set_compression_per_level(
+            [DBCompressionType.none()] + [DBCompressionType.lz4()] * 6
+        )
+        # Memory each database holds outside the cache: statistics history (kept in memory
+        # by default) and the write-ahead log's buffer (1 MiB by default, per database).
+        options.set_stats_persist_period_sec(0)
+        options.set_writable_file_max_buffer_size(128 * 1024)
+        options.set_keep_log_file_num(2)
+        table = BlockBasedOptions()
+        table.set_block_cache(self.block_cache)
+        table.set_cache_index_and_filter_blocks(True)
+        table.set_pin_top_level_index_and_filter(True)
+        if self._setter is not None:
+            self._setter(store_name, options, table)
+        options.set_block_based_table_factory(table)
+        return options
+
+    def usage(self) -> MemoryUsage:
+        write_buffers = self.write_buffers.get_usage()
+        return MemoryUsage(
+            write_buffers=write_buffers,
+            block_cache=max(0, self.block_cache.get_usage() - write_buffers),
+            recent_records=self.recent.used_bytes,
+        )
+
+    def describe(self) -> str:
+        """One line for the worker's log."""
+        return (
+            f"memory budget {format_size(self.total_bytes)}: RocksDB block cache "
+            f"{format_size(self.rocksdb_bytes)} holding write buffers up to "
+            f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
+            f"memtables), newest window records {format_size(self.recent_bytes)} less "
+            f"{format_size(STORE_OVERHEAD_BYTES)} per open store; shared by every store of "
+            "this worker"
+        )
