@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import asdict, dataclass
 
 ORDER_EVERY_MS = 20
@@ -54,7 +55,7 @@ def generate_shop(orders: int, seed: int = 18) -> tuple[list[Event], set[str]]:
     declined payment does not count; 1 in 10 is declined, half of those retried and accepted)
     within 2 minutes, and shipped (9 in 10) within 5 minutes of the payment."""
     rng = random.Random(seed)
-    base = 1_700_000_000_000
+    base = int(time.time() * 1000)  # now: a broker deletes window changelogs of old times
     events: list[Event] = []
     shipped: set[str] = set()
     for n in range(orders):

@@ -4,7 +4,8 @@ The pinned release (`kafka_jars`) runs on Java 17+ with a bounded heap. The firs
 the storage; `data_dir` keeps logs and metadata, so a restart on the same directory has the same
 topics, records and committed offsets (without it, a temporary directory is removed on stop).
 The settings suit development and tests: one replica for internal topics, no initial rebalance
-delay, no auto topic creation, no time-based retention (not even a topic's own), and session
+delay, no auto topic creation, no time-based retention by default (a topic's own still applies:
+window changelogs keep the window plus a day of wall-clock time, as Kafka Streams'), and session
 timeouts down to 500 ms.
 """
 
@@ -57,10 +58,6 @@ def _server_properties(
         # No time-based retention: tests and the demo produce historical event times (2023),
         # which Kafka's default 7 days would delete 30 s after start (its first retention check).
         "log.retention.ms": -1,
-        # Nor for topics with a retention of their own (window changelogs keep the window plus
-        # a day of wall-clock time, as Kafka Streams'): history replayed here must stay.
-        "log.retention.check.interval.ms": 2**62,
-        "log.initial.task.delay.ms": 2**62,  # its first check, otherwise 30 s after start
         "group.initial.rebalance.delay.ms": 0,
         "group.min.session.timeout.ms": 500,
         "offsets.topic.replication.factor": 1,

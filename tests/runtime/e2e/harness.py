@@ -13,6 +13,7 @@ from typing import Any
 
 import learn_app
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from worker_processes import EVENT_T0
 
 from streamjoin import App
 from streamjoin.runtime.topology import TaskId
@@ -86,7 +87,7 @@ async def send(
     bootstrap: str,
     topic: str,
     auctions: range,
-    ts0: int = 1_700_000_000_000,
+    ts0: int | None = None,
     partitions: int = PARTITIONS,
 ) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
@@ -95,7 +96,11 @@ async def send(
         for a in auctions:
             value = json.dumps({"auction": a}).encode()
             await producer.send(
-                topic, value, key=f"a{a}".encode(), timestamp_ms=ts0 + a, partition=a % partitions
+                topic,
+                value,
+                key=f"a{a}".encode(),
+                timestamp_ms=(EVENT_T0 if ts0 is None else ts0) + a,
+                partition=a % partitions,
             )
         await producer.flush()
     finally:

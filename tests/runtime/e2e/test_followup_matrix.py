@@ -117,7 +117,11 @@ async def test_a_new_worker_gets_its_share_by_follow_up_rebalances(
         )
         assert took < bound
         await harness.send(
-            bs, f"clk-{unique}", range(RECORDS), ts0=1_700_000_100_000, partitions=PARTITIONS
+            bs,
+            f"clk-{unique}",
+            range(RECORDS),
+            ts0=harness.EVENT_T0 + 100_000,
+            partitions=PARTITIONS,
         )
         expected, seen = set(range(RECORDS)), set[int]()
         deadline = time.monotonic() + 40

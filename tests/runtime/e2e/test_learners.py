@@ -85,7 +85,9 @@ async def test_scale_out_warms_a_learner_then_hands_over_with_nothing_to_restore
         )
 
         # Clicks come after every impression in event time (earlier ones would be late).
-        await send(bs, f"clk-{unique}", range(PARTITIONS * STATE_RECORDS), ts0=1_700_000_100_000)
+        await send(
+            bs, f"clk-{unique}", range(PARTITIONS * STATE_RECORDS), ts0=harness.EVENT_T0 + 100_000
+        )
         expected = set(range(PARTITIONS * STATE_RECORDS))
         seen: set[int] = set()
         deadline = time.monotonic() + 30
@@ -186,7 +188,7 @@ async def test_a_worker_killed_while_its_learner_restores_loses_nothing(
             )
 
         await until(converged, 60, "the group converges on the survivor")
-        await send(bs, f"clk-{unique}", range(records), ts0=1_700_000_100_000)
+        await send(bs, f"clk-{unique}", range(records), ts0=harness.EVENT_T0 + 100_000)
         seen: set[int] = set()
         deadline = time.monotonic() + 40
         while len(seen) < records and time.monotonic() < deadline:

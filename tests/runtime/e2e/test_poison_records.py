@@ -18,7 +18,7 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 GOOD = 2_000
-T0 = 1_700_000_000_000
+T0 = processes.EVENT_T0
 BIG = 3_000_000
 # Topics that take what a broken producer can send: large values, any timestamp.
 LENIENT = {"max.message.bytes": str(8 * 1024 * 1024), "message.timestamp.after.max.ms": str(2**62)}

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import worker_processes as processes
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streamjoin.broker import Broker
@@ -79,7 +80,7 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
     try:
-        base = 1_700_000_000_000
+        base = processes.EVENT_T0
         events: list[tuple[int, str, str, dict[str, object]]] = []
         for a in auctions:
             ts = base + a * 100
@@ -155,8 +156,10 @@ async def test_rekeyed_and_chained_joins_through_two_workers(
 
 
 async def _count_records(bootstrap: str, topic: str, want: int, within_s: float) -> int:
-    """Records in `topic` (4 partitions), read from the beginning until `want` are seen or
-    `within_s` pass (read, not ListOffsets: the embedded broker's end offsets lag)."""
+    """Records ever written to `topic` (4 partitions): the high watermarks seen in fetches,
+    until they add up to `want` or `within_s` pass. Not the records still there: a broker with
+    DeleteRecords purges consumed repartition records; not ListOffsets: the embedded broker's
+    end offsets lag."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     count = 0
@@ -166,7 +169,8 @@ async def _count_records(bootstrap: str, topic: str, want: int, within_s: float)
         await consumer.seek_to_beginning(*tps)
         deadline = time.monotonic() + within_s
         while count < want and time.monotonic() < deadline:
-            count += sum(len(r) for r in (await consumer.getmany(timeout_ms=500)).values())
+            await consumer.getmany(timeout_ms=500)
+            count = sum(consumer.highwater(tp) or 0 for tp in tps)
     finally:
         await consumer.stop()
     return count

@@ -20,6 +20,10 @@ from streamjoin.lifetime import die_with_parent
 
 APP_DIR = Path(__file__).resolve().parent
 PARTITIONS = 4
+EVENT_T0 = int(time.time() * 1000) - 600_000
+"""Event times start ten minutes ago: a real broker deletes window changelog records older than
+the window plus a day of wall-clock time (as Kafka Streams' changelogs), so state restored in
+these tests must be recent, and any future time within `max_future_ms` is accepted."""
 
 
 class Workers:
@@ -86,7 +90,7 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
     )
     await producer.start()
     try:
-        base = 1_700_000_000_000
+        base = EVENT_T0
         events = []
         for a in auctions:
             ts = base + a * 100
