@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,54 +20,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from streamjoin.broker import Broker
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
-from streamjoin.lifetime import die_with_parent
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-APP_DIR = Path(__file__).resolve().parent
+APP = "rekey_app:joins"
 LAYOUT = {"impressions": 4, "clicks": 3, "conversions": 2}
 """Three partition counts: only the repartition topics make the joins' inputs co-partitioned."""
-
-
-class Workers:
-    def __init__(self, bootstrap: str, suffix: str, tmp: Path) -> None:
-        self.bootstrap, self.suffix, self.tmp = bootstrap, suffix, tmp
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, name: str, commit_interval_s: float = 0.5) -> None:
-        env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix}
-        command = [sys.executable, "-m", "streamjoin", "worker", "rekey_app:joins"]
-        command += ["--app-dir", str(APP_DIR), "--bootstrap", self.bootstrap]
-        command += ["--state-dir", str(self.tmp / f"state-{name}")]
-        command += ["--commit-interval", str(commit_interval_s)]
-        command += ["--session-timeout", "6"]
-        with open(self.tmp / f"{name}.log", "wb") as log:
-            self.processes[name] = subprocess.Popen(
-                command,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509
-            )
-
-    def stop_all(self) -> dict[str, int]:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        codes = {}
-        for name, process in self.processes.items():
-            try:
-                codes[name] = process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                codes[name] = process.wait()
-        return codes
-
-    def logs(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-40:])
-            for p in sorted(self.tmp.glob("*.log"))
-        )
 
 
 async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -> None:
@@ -136,7 +91,7 @@ async def test_rekeyed_and_chained_joins_through_two_workers(
     broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await _topics(broker.bootstrap, unique)
-    workers = Workers(broker.bootstrap, unique, tmp_path)
+    workers = processes.Workers(broker.bootstrap, unique, tmp_path, app=APP)
     workers.start("w1")
     workers.start("w2")
     try:
@@ -195,8 +150,8 @@ async def test_kill_9_between_repartition_write_and_commit_loses_nothing(
     auctions = 1_500
     await _topics(broker.bootstrap, unique)
     repartition = f"rekey-{unique}-attribute-right-repartition"
-    workers = Workers(broker.bootstrap, unique, tmp_path)
-    workers.start("w1", commit_interval_s=3_600)
+    workers = processes.Workers(broker.bootstrap, unique, tmp_path, app=APP)
+    workers.start("w1", "--commit-interval", "3600")
     try:
         await produce(broker.bootstrap, unique, range(auctions), pace_s=0)
         written = await _count_records(broker.bootstrap, repartition, auctions, within_s=90)

@@ -27,8 +27,13 @@ these tests must be recent, and any future time within `max_future_ms` is accept
 
 
 class Workers:
-    def __init__(self, bootstrap: str, suffix: str, tmp: Path) -> None:
-        self.bootstrap, self.suffix, self.tmp = bootstrap, suffix, tmp
+    """`streamjoin worker` processes of one app (an app module beside this file), each with
+    its own state directory and log; options given to `start` come last, so they win."""
+
+    def __init__(
+        self, bootstrap: str, suffix: str, tmp: Path, app: str = "clicks_app:joins"
+    ) -> None:
+        self.bootstrap, self.suffix, self.tmp, self.app = bootstrap, suffix, tmp, app
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str, *options: str) -> None:
@@ -40,7 +45,7 @@ class Workers:
                     "-m",
                     "streamjoin",
                     "worker",
-                    "clicks_app:joins",
+                    self.app,
                     "--app-dir",
                     str(APP_DIR),
                     "--bootstrap",
