@@ -113,7 +113,7 @@ def ship(function: BatchFunction, what: str, uses: Iterable[Any]) -> ShippedBatc
         payload = _dumps(function)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
         raise ConfigurationError(
-            f"{what} cannot be sent to Spark's Python workers: {exc} (a joiner, and what it "
-            "uses, must be picklable: create clients and locks inside it, not around it)"
+            f"{what} cannot be sent to Spark's Python workers: {exc} (what runs there must "
+            "be picklable: create clients and locks inside the joiner, not around it)"
         ) from None
     return ShippedBatchFunction(payload)

@@ -18,7 +18,7 @@ from streamjoin.spark.archive import archive_topic
 from streamjoin.spark.audit import audit
 from streamjoin.spark.inputs import Sources
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]
 
 
 def test_a_clean_run_is_clean_and_late_records_explain_its_differences(
