@@ -33,6 +33,12 @@ class OnError(enum.StrEnum):
     fail = "fail"
 
 
+class OffsetResetChoice(enum.StrEnum):
+    earliest = "earliest"
+    latest = "latest"
+    none = "none"
+
+
 def _app_default(setting: str, unit: str = "") -> str:
     """The help's default for an option that overrides one of the app's settings."""
     return f"app setting, {getattr(AppSettings(), setting)}{unit}"
@@ -171,6 +177,14 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             show_default=_app_default("max_task_idle_ms"),
         ),
     ] = None,
+    auto_offset_reset: Annotated[
+        OffsetResetChoice | None,
+        typer.Option(
+            help="Where an input resumes without a committed offset, or when its committed "
+            "offset is no longer in the log (deleted by retention); none: stop instead.",
+            show_default=_app_default("auto_offset_reset"),
+        ),
+    ] = None,
     instance_id: Annotated[
         str | None,
         typer.Option(metavar="ID", help="Static group membership id (group.instance.id)."),
@@ -215,6 +229,8 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             probing_rebalance_interval_s=probing_rebalance_interval,
             max_task_idle_ms=max_task_idle_ms,
         )
+        if auto_offset_reset is not None:
+            loaded.settings.auto_offset_reset = auto_offset_reset.value
         running = Worker(loaded, options)
         # Local settings first: failing on them later would leave Kafka clients half set up.
         check_state_dir(running.state_dir, loaded.app_id)

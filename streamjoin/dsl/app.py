@@ -14,6 +14,7 @@ from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartit
 from streamjoin.dsl.topics import Stream, Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
+from streamjoin.group.offset_reset import OffsetReset, check_policy
 from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
@@ -39,6 +40,10 @@ class AppSettings:
     """An input record (key and value) or a joined value larger than this is a bad record: the
     broker would refuse it in a changelog or an output. Raise it together with the topics'
     `max.message.bytes`."""
+    auto_offset_reset: OffsetReset = "earliest"
+    """Where an input partition resumes when the group has no committed offset for it, or
+    when its committed offset is no longer in the log (retention deleted it while the app was
+    down): earliest, latest, or none (stop with an error)."""
     broker_unavailable_timeout_s: float = 180.0
     """How long a worker keeps reconnecting to a broker that does not answer before it exits
     (non-zero, one line): long enough for a broker restart, short enough to be noticed."""
@@ -74,6 +79,7 @@ class App:
         except TypeError as exc:
             raise ConfigurationError(f"App({app_id!r}): {exc}") from None
         _check_memory(self.settings)
+        check_policy(self.settings.auto_offset_reset)
         self._topics: dict[str, Topic] = {}
         self._joins: dict[str, JoinSpec] = {}
         self._inputs = InputResolver(app_id)

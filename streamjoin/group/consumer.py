@@ -16,6 +16,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.client import AIOKafkaClient
+from aiokafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from streamjoin.assignment.model import PartitionAssignor, TopicPartition
 from streamjoin.group.config import MemberConfig, resolve_assignors
@@ -24,6 +25,7 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.feed import PartitionFeed, Records
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.group.member import GroupMember
+from streamjoin.group.offset_reset import PositionReset, check_policy
 
 __all__ = ("CooperativeConsumer",)
 
@@ -62,7 +64,9 @@ class CooperativeConsumer:
     objects); the group's selected one decides whether a rebalance is COOPERATIVE or EAGER.
     With `enable_auto_commit`, the position of every delivered record is committed every
     `auto_commit_interval_ms`, when partitions are revoked and on `stop()` (at-least-once:
-    records are committed once returned, as with aiokafka). Other keyword arguments go to
+    records are committed once returned, as with aiokafka). `auto_offset_reset` (earliest,
+    latest, none) says where a partition without a committed offset, or whose committed offset
+    is no longer in the log, resumes (the latter with a warning). Other keyword arguments go to
     `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...).
     """
 
@@ -84,6 +88,7 @@ class CooperativeConsumer:
         client_id: str = "streamjoin",
         **consumer_options: Any,
     ) -> None:
+        reset_policy = check_policy(auto_offset_reset)
         self.config = MemberConfig(
             group_id=group_id,
             topics=tuple(topics),
@@ -107,9 +112,10 @@ class CooperativeConsumer:
             client_id=client_id,
             group_id=None,
             enable_auto_commit=False,
-            auto_offset_reset=auto_offset_reset,
+            auto_offset_reset="none",
             **consumer_options,
         )
+        self._reset = PositionReset(self._consumer, reset_policy)
         self.feed = PartitionFeed(self._consumer)
         self.member = GroupMember(
             GroupCoordinatorClient(self._client, group_id),
@@ -172,7 +178,11 @@ class CooperativeConsumer:
         """Records of owned partitions, by partition, waiting up to `timeout_ms` for some."""
         if self.member.error is not None:
             raise self.member.error
-        fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        try:
+            fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        except (NoOffsetForPartitionError, OffsetOutOfRangeError) as exc:
+            self.feed.restart(await self._reset.apply(exc))
+            return {}
         return self.feed.deliver(fetched)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:

@@ -5,7 +5,7 @@ re-seeks the partitions that stay to the next offset the application has not yet
 lose at most the records buffered but not delivered, which the next fetch brings back. Positions
 are tracked here, per delivered record, so no aiokafka internals are needed; a partition whose
 records have not been delivered yet goes back to its committed offset, or to the consumer's
-`auto_offset_reset` policy when the group has none.
+`auto_offset_reset` policy when the group has none (group/offset_reset.py).
 """
 
 from __future__ import annotations
@@ -81,6 +81,13 @@ class PartitionFeed:
         if reassign:
             self._reassign()
         return {tp: o for tp, o in gone.items() if o is not None and o != committed[tp]}
+
+    def restart(self, partitions: Iterable[TopicPartition]) -> None:
+        """Deliver these partitions from wherever the consumer was moved to (a reset policy
+        applied), even below the position delivered so far: the log itself restarted."""
+        for tp in partitions:
+            if tp in self._next:
+                self._next[tp] = None
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching these partitions (kept across reassignments) until `resume`."""

@@ -215,7 +215,7 @@ class Worker:
             assignors=(roles.assignor,),
             listener=manager,
             enable_auto_commit=False,
-            auto_offset_reset="earliest",
+            auto_offset_reset=self.app.settings.auto_offset_reset,
             session_timeout_ms=self.options.session_timeout_ms,
             heartbeat_interval_ms=self.options.heartbeat_interval_ms,
             group_instance_id=self.options.group_instance_id,

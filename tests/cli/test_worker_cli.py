@@ -159,3 +159,13 @@ def test_a_negative_setting_is_refused_before_kafka(tmp_path: Path) -> None:
         worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--max-task-idle-ms", "-5")
     )
     assert error == "error: --max-task-idle-ms -5: cannot be negative"
+
+
+@pytest.mark.broker
+def test_auto_offset_reset_none_stops_a_fresh_group_in_one_line(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    app_dir = write_app(tmp_path, unique)
+    command = worker(app_dir, "--bootstrap", broker.bootstrap, "--create-topics")
+    error = refused([*command, "--auto-offset-reset", "none"])
+    assert "has no committed offset and auto_offset_reset is none" in error, error
