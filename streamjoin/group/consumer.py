@@ -178,6 +178,11 @@ class CooperativeConsumer:
         """Records of owned partitions, by partition, waiting up to `timeout_ms` for some."""
         if self.member.error is not None:
             raise self.member.error
+        if not self.feed.assigned:
+            # Before its first assignment aiokafka's getmany waits for one without bound (a
+            # whole join round: 35 s in a group with Java members); return within the timeout.
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
         try:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except (NoOffsetForPartitionError, OffsetOutOfRangeError) as exc:

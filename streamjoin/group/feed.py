@@ -44,10 +44,17 @@ class PartitionFeed:
         self._next: dict[TopicPartition, int | None] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
+        self._assigned = False
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
         return frozenset(self._next)
+
+    @property
+    def assigned(self) -> bool:
+        """Whether the consumer was given an assignment yet (even an empty one)."""
+        return self._assigned
+
 
     def uncommitted(self) -> dict[TopicPartition, int]:
         """Next offset to deliver, for each partition where it moved since the last commit."""
@@ -121,6 +128,7 @@ class PartitionFeed:
         # assign() and the seeks run without an await in between, so the fetcher never sees a
         # partition that stays without its position; assign() forgets pauses, so reapply them.
         self._paused &= self._next.keys()
+        self._assigned = True
         self._consumer.assign(list(sorted_partitions(self._next)))
         for tp, offset in self._next.items():
             if offset is not None:

@@ -510,3 +510,43 @@ async def test_a_frozen_members_commit_with_its_stale_generation_is_rejected_and
     assert answer["generation"] == frozen_generation
     assert answer["code"] in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID)
     print(f"\nthe frozen member's commit was refused: {answer['error']}")
+
+
+async def test_getmany_returns_within_its_timeout_while_the_first_join_waits(
+    broker: Broker, unique: str
+) -> None:
+    """aiokafka's getmany waits for a first assignment without bound; ours returns in time
+    while it joins a group whose member rejoins only at its next heartbeat (10 s away)."""
+    topic, group = f"slowjoin-{unique}", f"g-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+    slow = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        session_timeout_ms=45_000,
+        heartbeat_interval_ms=10_000,
+        max_poll_interval_ms=60_000,
+        partition_assignment_strategy=(RoundRobinPartitionAssignor,),
+    )
+    await slow.start()
+    try:
+        async with asyncio.timeout(30):
+            while not slow.assignment():
+                await slow.getmany(timeout_ms=200)
+        consumer = CooperativeConsumer(
+            topic,
+            bootstrap_servers=broker.bootstrap,
+            group_id=group,
+            assignors=("roundrobin",),
+            **GROUP_TIMEOUTS,
+        )
+        async with consumer:
+            waits = []
+            for _ in range(3):
+                started = time.monotonic()
+                await consumer.getmany(timeout_ms=200)
+                waits.append(time.monotonic() - started)
+            assert not consumer.assignment(), "the join must still be under way"
+    finally:
+        await slow.stop()
+    assert max(waits) < 3, waits  # a wait for the join would take up to 10 s
