@@ -1,5 +1,5 @@
 """Records/s of one streamjoin worker on the ad join, against the limit of a Python Kafka app and
-against faust-streaming, in the same run on the same embedded broker.
+against faust-streaming, in the same run on the same broker (embedded Tansu, or Apache Kafka).
 
 The demo's traffic (apps/ads/data.py: N impressions 10 ms apart, 30% of them clicked within a
 minute) is produced in time order, before anything is timed, to three identical sets of topics
@@ -28,6 +28,10 @@ side's (see faust_join_app.py), streamjoin's stream time the faster side's.
 
     python bench/join_throughput.py [--impressions 100000] [--partitions 4] [--rounds 3]
                                     [--skip-faust] [--profile worker-stacks.txt]
+                                    [--brokers tansu,kafka]
+
+--brokers runs the whole comparison on each broker in turn (Tansu, Apache Kafka), so the
+worker/pipe ratio of each is measured in the same run.
 
 --profile runs the worker's first round under `py-spy record --nonblocking` (collapsed stacks
 into the file) and prints its hottest lines (compiled functions are not seen: their time shows
@@ -56,7 +60,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from produce import produce_all
 from runner_process import terminate
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.dsl.serdes import serde_for
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
@@ -365,13 +369,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="worker and pipe runs, in turns")
     parser.add_argument("--skip-faust", action="store_true")
     parser.add_argument("--profile", help="py-spy raw output file for the worker")
+    parser.add_argument(
+        "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
+    )
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="streamjoin-tput-") as workdir,
-        EmbeddedBroker() as broker,
-    ):
-        print(f"embedded broker {broker.bootstrap}, cpus={os.cpu_count()}")
-        asyncio.run(run(broker.bootstrap, args, Path(workdir)))
+    for kind in args.brokers.split(","):
+        with (
+            tempfile.TemporaryDirectory(prefix="streamjoin-tput-") as workdir,
+            local_broker(kind) as broker,
+        ):
+            print(f"\n== {broker.name} broker {broker.bootstrap}, cpus={os.cpu_count()}")
+            asyncio.run(run(broker.bootstrap, args, Path(workdir)))
 
 
 if __name__ == "__main__":
