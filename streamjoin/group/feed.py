@@ -23,8 +23,9 @@ __all__ = ("LAG_FRESH_MS", "PartitionFeed")
 
 LAG_FRESH_MS = 5_000
 """How old a fetch answer may be for its high watermark to count as the partition's lag: a
-caught-up partition is answered at least every fetch wait (0.5 s), so an older answer means the
-fetches stopped (a broker restarting) and records may be waiting that the lag does not show."""
+caught-up partition is answered at least every fetch wait (0.5 s by default; the worker asks for
+50 ms), so an older answer means the fetches stopped (a broker restarting) and records may be
+waiting that the lag does not show."""
 
 logger = logging.getLogger(__name__)
 
