@@ -1,16 +1,17 @@
 """The shop: orders keyed by order id; payments keyed by payment id, declined ones filtered out
 and the rest re-keyed by order id; shipments keyed by shipment id, re-keyed by order id. Paid
-orders are joined with their shipment in a second, chained join.
+orders are joined with their shipment in a second, chained join. Each order is also located
+through the global table of countries (every worker holds it whole; any partition count).
 
 Run it with `streamjoin worker app:joins` from this directory; `streamjoin describe app:joins`
-prints its topology (two joins, two repartition sub-topologies).
+prints its topology (three joins, two repartition sub-topologies, one global table).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shop_data import Order, Payment, Shipment
+from shop_data import Country, Order, Payment, Shipment
 
 import streamjoin
 from streamjoin import JoinWindows
@@ -25,6 +26,7 @@ joins = streamjoin.App("shop", broker="localhost:9092", acceptable_recovery_lag=
 orders = joins.topic("shop-orders", value_type=Order)
 payments = joins.topic("shop-payments", value_type=Payment)
 shipments = joins.topic("shop-shipments", value_type=Shipment)
+countries = joins.global_table("shop-countries", value_type=Country)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +67,21 @@ def ship(order: Paid, shipment: Shipment) -> Shipped:
     return Shipped(
         order.order_id, order.amount_cents, shipment.carrier, shipment.timestamp_ms - order.paid_ms
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    order_id: str
+    country: str
+    region: str | None
+
+
+@joins.join(
+    orders,
+    countries,
+    key=lambda order: order.country,
+    how="left",
+    into=joins.topic("shop-located", value_type=Located),
+)
+def locate(order: Order, country: Country | None) -> Located:
+    return Located(order.order_id, order.country, country.region if country else None)

@@ -112,6 +112,7 @@ def _missing_input(
     (its partition count: declared, else that of the other side of its join)."""
     wanted = [f"join {spec.name!r}" for spec, _ in readers]
     wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
+    wanted += [f"join {s.name!r}" for s in app.joins if s.is_global and s.right.name == topic]
     others = [spec.right.name if index == 0 else spec.left.name for spec, index in readers]
     counts = [_declared(app, topic)]
     counts += [existing.get(other) or _declared(app, other) for other in others]
@@ -168,6 +169,8 @@ def compile_topology(
         if repartition.key_by.partitions is not None:
             return repartition.key_by.partitions
         for spec, index in readers.get(repartition.topic.name, []):
+            if spec.is_global:
+                continue  # the global table has any partition count
             other = spec.input_topics[1 - index]
             other_rep = repartition_of.get(other)
             if other_rep is None or other_rep.key_by.partitions is not None:
@@ -181,7 +184,7 @@ def compile_topology(
     tasks: dict[str, int | None] = {}
     for spec in joins:
         left, right = count(spec.left.name), count(spec.right.name)
-        if left is not None and right is not None and left != right:
+        if not spec.is_global and left is not None and right is not None and left != right:
             seen_left = _as_seen(spec.left.name, writers)
             seen_right = _as_seen(spec.right.name, writers)
             problems.append(

@@ -38,6 +38,7 @@ from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
+from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
@@ -139,6 +140,11 @@ class Worker:
         compiled = await check_topics(self.app, self.bootstrap)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
+        self._global_partitions = {
+            spec.right.name: compiled.partitions[spec.right.name] or 0
+            for spec in self.app.joins
+            if spec.is_global
+        }
         await ensure_changelogs(
             self.bootstrap,
             self.app.app_id,
@@ -205,6 +211,9 @@ class Worker:
         if bars is not None:
             state.subscribe(bars)
         await state.start()
+        self.global_tables = GlobalTables(
+            self._global_partitions, state.directory, self.memory, self.bootstrap
+        )
         sink = ProducerSink(producer)
         roles = self._roles(topology, state)
         manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
@@ -221,6 +230,7 @@ class Worker:
             group_instance_id=self.options.group_instance_id,
         )
         manager.fetch = consumer
+        manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(
             self.bootstrap, [r.topic.name for r in topology.repartitions]
         )
@@ -247,7 +257,12 @@ class Worker:
         if port is not None:
             server = MetricsServer(self.metrics, port)
             await server.start()
-        await consumer.start()
+        try:
+            await self.global_tables.start()  # restored before any task runs
+            await consumer.start()
+        except BaseException:
+            await self.global_tables.close()
+            raise
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
         followups = asyncio.create_task(
@@ -267,6 +282,7 @@ class Worker:
             await manager.close()
             logger.info("stopping: closing the state stores")
             await state.close(clean=watch.lost_since is None)
+            await self.global_tables.close()
             if bars is not None:
                 bars.stop()
             if server is not None:
@@ -306,6 +322,7 @@ class Worker:
                 raise manager.failure
             busy = manager.buffered() > 0
             manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+            await self.global_tables.poll()  # table updates before the records fetched next
             fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
             manager.route(fetched)
             processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
@@ -338,6 +355,7 @@ class Worker:
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
             await self.state.commit()
+            self.global_tables.checkpoint()
             if not offsets:
                 return
             try:
