@@ -98,9 +98,10 @@ async def produce_countries(bootstrap: str) -> None:
 async def collect_output(
     bootstrap: str,
     expected: set[str],
+    orders: int,
+    *,
     seen: Counter[str],
     located: dict[str, str | None],
-    orders: int,
     done: asyncio.Event,
     stop: asyncio.Event,
 ) -> None:
@@ -166,7 +167,9 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
             worker.start()
         console.print("started worker-1 and worker-2")
         reader = asyncio.create_task(
-            collect_output(bootstrap, expected, seen, located, orders, done, stop)
+            collect_output(
+                bootstrap, expected, orders, seen=seen, located=located, done=done, stop=stop
+            )
         )
         start = time.monotonic()
         producing = asyncio.create_task(produce_paced(bootstrap, events, rate))

@@ -24,8 +24,8 @@ Joiner = Callable[[Any, Any], Any]
 class JoinSpec:
     """One join of an app. Stream-stream when `right` is a Topic (then `window` is set),
     stream-table when it is a Table, stream-global-table when it is a GlobalTable (then
-    `lookup` takes the table key from each left value; the task reads the left topic only). Each join is its own sub-topology: its tasks are its
-    partition numbers.
+    `lookup` takes the table key from each left value; the tasks read the left topic only).
+    Each join is its own sub-topology: its tasks are its partition numbers.
 
     `left` and `right` are the topics the join's tasks read (a repartition topic where the
     input was re-keyed); `left_steps`/`right_steps` the filter/map_values steps those tasks

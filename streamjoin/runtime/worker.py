@@ -50,6 +50,7 @@ from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
+from streamjoin.state.layout import StateDirectory
 from streamjoin.state.manager import StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
 
@@ -140,11 +141,16 @@ class Worker:
         compiled = await check_topics(self.app, self.bootstrap)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
-        self._global_partitions = {
-            spec.right.name: compiled.partitions[spec.right.name] or 0
-            for spec in self.app.joins
-            if spec.is_global
-        }
+        self.global_tables = GlobalTables(
+            {
+                spec.right.name: compiled.partitions[spec.right.name] or 0
+                for spec in self.app.joins
+                if spec.is_global
+            },
+            StateDirectory(self.state_dir, self.app.app_id),
+            self.memory,
+            self.bootstrap,
+        )
         await ensure_changelogs(
             self.bootstrap,
             self.app.app_id,
@@ -173,9 +179,11 @@ class Worker:
             check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
         )
         try:
+            await self.global_tables.start()  # restored before any task runs
             with collector_tuned_for_throughput(), watch.quiet.installed():
                 await self._run(producer, topology, watch)
         finally:
+            await self.global_tables.close()
             await _closed(producer.stop(), quickly=watch.lost_since is not None)
 
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
@@ -211,9 +219,6 @@ class Worker:
         if bars is not None:
             state.subscribe(bars)
         await state.start()
-        self.global_tables = GlobalTables(
-            self._global_partitions, state.directory, self.memory, self.bootstrap
-        )
         sink = ProducerSink(producer)
         roles = self._roles(topology, state)
         manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
@@ -257,12 +262,7 @@ class Worker:
         if port is not None:
             server = MetricsServer(self.metrics, port)
             await server.start()
-        try:
-            await self.global_tables.start()  # restored before any task runs
-            await consumer.start()
-        except BaseException:
-            await self.global_tables.close()
-            raise
+        await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
         followups = asyncio.create_task(
@@ -282,7 +282,6 @@ class Worker:
             await manager.close()
             logger.info("stopping: closing the state stores")
             await state.close(clean=watch.lost_since is None)
-            await self.global_tables.close()
             if bars is not None:
                 bars.stop()
             if server is not None:

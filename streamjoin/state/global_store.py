@@ -73,7 +73,8 @@ class GlobalStore(KeyValueStore):
 
     def lookup(self, key: bytes) -> bytes | None:
         """The stored value of `key` (see `unpack_global`), None if the table has none."""
-        return self._db.get(key)  # type: ignore[no-any-return]
+        stored: bytes | None = self._db.get(key)
+        return stored
 
     def apply(self, partition: int, records: Sequence[Any], *, logged: bool = True) -> None:
         """Apply records of one partition in offset order (aiokafka ConsumerRecords)."""

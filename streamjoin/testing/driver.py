@@ -372,8 +372,8 @@ class TestDriver:
             ) from None
 
     def close(self) -> None:
-        for store in self._globals.stores.values():
-            store.close()
+        for table in self._globals.stores.values():
+            table.close()
         self._globals.stores.clear()
         for stores in self._stores.values():
             for store in stores.by_name.values():

@@ -1,5 +1,5 @@
-"""The shop demo (re-keyed and chained joins, a global table) run as users run it, workers joining and leaving,
-on the session broker."""
+"""The shop demo (re-keyed and chained joins, a global table) run as users run it, workers
+joining and leaving, on the session broker."""
 
 from __future__ import annotations
 
