@@ -17,6 +17,7 @@ before it; the table is not synchronised with the stream by timestamp (as in Kaf
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from aiokafka.errors import OffsetOutOfRangeError
 from streamjoin.state.global_store import GlobalStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.reader import FETCHER_TURNS
 
 __all__ = ("GlobalTables",)
 
@@ -109,7 +111,7 @@ class GlobalTables:
         while await self._behind():
             await self._read(timeout_ms=100, logged=False)
         for store in self._stores.values():
-            store.checkpoint()
+            store.flush_in_background()  # so that the first commit's checkpoint is quick
         self.restored_records = sum(store.applied for store in self._stores.values()) - before
         self.restore_seconds = time.monotonic() - started
         for topic, store in sorted(self._stores.items()):
@@ -159,6 +161,11 @@ class GlobalTables:
             for tp in exc.args[0]:
                 await self._start_over(tp.topic, "its offsets are out of the topic's range")
             return 0
+        if fetched:
+            # Let aiokafka's fetcher ask for the next records before RocksDB is written, so the
+            # broker prepares them meanwhile (as the changelog reader does).
+            for _ in range(FETCHER_TURNS):
+                await asyncio.sleep(0)
         applied = 0
         for tp, records in fetched.items():
             self._stores[tp.topic].apply(tp.partition, records, logged=logged)
