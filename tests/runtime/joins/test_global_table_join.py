@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamjoin import App, JoinWindows
 from streamjoin.dsl.spec import JoinKind
@@ -230,3 +232,49 @@ def test_the_store_resumes_from_its_checkpoint_and_wipes_data_without_one(
     fresh = GlobalStore("countries", directory, memory)
     assert fresh.positions == {} and fresh.is_empty()
     fresh.close()
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("table"),
+            st.sampled_from("ABC"),
+            st.none() | st.sampled_from("xyz"),
+            st.integers(0, 2),
+        ),
+        st.tuples(
+            st.just("visit"),
+            st.sampled_from("ABCD"),
+            st.sampled_from(["u1", "u2"]),
+            st.integers(0, 3),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(operations)
+def test_each_visit_joins_the_table_value_current_when_it_is_processed(
+    ops: list[tuple[str, str, str | None, int]],
+) -> None:
+    """A model: a dict of the latest value per key, whatever partition an update went to."""
+    with TestDriver(make_app("left")) as driver:
+        table: dict[str, str] = {}
+        expected = []
+        for t, (kind, key, value, partition) in enumerate(ops, 1):
+            if kind == "table":
+                country = None if value is None else Country(key, value)
+                driver.pipe("countries", country, key=key, timestamp=t, partition=partition)
+                if value is None:
+                    table.pop(key, None)
+                else:
+                    table[key] = value
+            else:
+                assert value is not None
+                driver.pipe(
+                    "visits", Visit(value, key), key=value, timestamp=t, partition=partition
+                )
+                expected.append((value, table.get(key)))
+        got = [(r.key, r.value["continent"]) for r in driver.read_output("visits-geo")]
+        assert got == expected
