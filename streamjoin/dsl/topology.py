@@ -112,15 +112,23 @@ def _missing_input(
     (its partition count: declared, else that of the other side of its join)."""
     wanted = [f"join {spec.name!r}" for spec, _ in readers]
     wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
-    wanted += [f"join {s.name!r}" for s in app.joins if s.is_global and s.right.name == topic]
+    global_readers = [
+        f"join {s.name!r}" for s in app.joins if s.is_global and s.right.name == topic
+    ]
+    wanted += global_readers
     others = [spec.right.name if index == 0 else spec.left.name for spec, index in readers]
     counts = [_declared(app, topic)]
     counts += [existing.get(other) or _declared(app, other) for other in others]
     hint = next((n for n in counts if n), "N")
+    count = (
+        "any partition count: every worker reads a global table whole"
+        if global_readers
+        else "as many partitions as the other side of its join"
+    )
     return (
         f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it with "
-        f"`streamjoin topics create {topic} --partitions {hint}` (as many partitions as the "
-        "other side of its join), or start the worker with --create-topics"
+        f"`streamjoin topics create {topic} --partitions {hint}` ({count}), or start the "
+        "worker with --create-topics"
     )
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from streamjoin import App, JoinWindows
 from streamjoin.dsl.spec import JoinKind
+from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.joins.global_table import GlobalTableJoin
 from streamjoin.runtime.joins.records import Side, SourceRecord
@@ -278,3 +279,16 @@ def test_each_visit_joins_the_table_value_current_when_it_is_processed(
                 expected.append((value, table.get(key)))
         got = [(r.key, r.value["continent"]) for r in driver.read_output("visits-geo")]
         assert got == expected
+
+
+def test_a_missing_global_topic_is_named_with_the_command_that_creates_it() -> None:
+    app = App("geo")
+    app.join(app.topic("visits"), app.global_table("countries"), key="c", into="o", name="g")(max)
+    with pytest.raises(ConfigurationError) as caught:
+        compile_topology(app, {"visits": 4})
+    assert str(caught.value) == (
+        "join 'g': input topic 'countries' does not exist; create it with `streamjoin topics "
+        "create countries --partitions N` (any partition count: every worker reads a global "
+        "table whole), or start the worker with --create-topics"
+    )
+    assert compile_topology(app, {"visits": 4, "countries": 7}).tasks == {"g": 4}
