@@ -221,6 +221,11 @@ def _lookup(
                 f"{where}: key= applies only to a join with a global table (app.global_table)"
             )
         return None
+    if isinstance(left, Table):
+        raise ConfigurationError(
+            f"{where}: global table {right.name!r} joins a stream (app.topic), not table "
+            f"{left.name!r}"
+        )
     if key is None:
         raise ConfigurationError(
             f"{where}: a join with global table {right.name!r} needs key=, a function of the "

@@ -150,6 +150,7 @@ def test_no_co_partitioning_is_required() -> None:
         ("global_left", "can only be the right side"),
         ("key_elsewhere", "key= applies only to a join with a global table"),
         ("bad_key", "key= takes a function of the stream value or a field name"),
+        ("table_left", "joins a stream (app.topic), not table 'users'"),
     ],
 )
 def test_misuse_is_one_clear_line(declare: str, message: str) -> None:
@@ -163,6 +164,7 @@ def test_misuse_is_one_clear_line(declare: str, message: str) -> None:
         "global_left": {"left": countries, "right": visits, "key": "c"},
         "key_elsewhere": {"left": visits, "right": other, "key": "c", "window": JoinWindows.of(1)},
         "bad_key": {"left": visits, "right": countries, "key": 42},
+        "table_left": {"left": app.table("users"), "right": countries, "key": "c"},
     }[declare]
     with pytest.raises(ConfigurationError) as caught:
         app.join(into="out", name="j", **arguments)(lambda a, b: a)
