@@ -1,16 +1,18 @@
 """The shop: orders keyed by order id; payments keyed by payment id, declined ones filtered out
 and the rest re-keyed by order id; shipments keyed by shipment id, re-keyed by order id. Paid
-orders are joined with their shipment in a second, chained join.
+orders are joined with their shipment in a second, chained join, and each shipped order is
+located through the global table of countries in a third (every worker holds the table whole;
+it has its own partition count).
 
 Run it with `streamjoin worker app:joins` from this directory; `streamjoin describe app:joins`
-prints its topology (two joins, two repartition sub-topologies).
+prints its topology (three joins, two repartition sub-topologies, one global table).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shop_data import Order, Payment, Shipment
+from shop_data import Country, Order, Payment, Shipment
 
 import streamjoin
 from streamjoin import JoinWindows
@@ -25,6 +27,7 @@ joins = streamjoin.App("shop", broker="localhost:9092", acceptable_recovery_lag=
 orders = joins.topic("shop-orders", value_type=Order)
 payments = joins.topic("shop-payments", value_type=Payment)
 shipments = joins.topic("shop-shipments", value_type=Shipment)
+countries = joins.global_table("shop-countries", value_type=Country)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,7 @@ class Paid:
     order_id: str
     amount_cents: int
     paid_ms: int
+    country: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,7 @@ class Shipped:
     amount_cents: int
     carrier: str
     paid_to_ship_ms: int
+    country: str
 
 
 paid = joins.topic("shop-paid", value_type=Paid)
@@ -52,16 +57,38 @@ paid = joins.topic("shop-paid", value_type=Paid)
     into=paid,
 )
 def pay(order: Order, payment: Payment) -> Paid:
-    return Paid(order.order_id, order.amount_cents, payment.timestamp_ms)
+    return Paid(order.order_id, order.amount_cents, payment.timestamp_ms, order.country)
 
 
 @joins.join(
     paid,
     shipments.key_by("order_id"),
     window=JoinWindows(before=0, after=300_000, grace=GRACE),
-    into=joins.topic("shop-shipped", value_type=Shipped),
+    into=(shipped := joins.topic("shop-shipped", value_type=Shipped)),
 )
 def ship(order: Paid, shipment: Shipment) -> Shipped:
     return Shipped(
-        order.order_id, order.amount_cents, shipment.carrier, shipment.timestamp_ms - order.paid_ms
+        order.order_id,
+        order.amount_cents,
+        shipment.carrier,
+        shipment.timestamp_ms - order.paid_ms,
+        order.country,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    order_id: str
+    country: str
+    region: str | None
+
+
+@joins.join(
+    shipped,
+    countries,
+    key=lambda order: order.country,
+    how="left",
+    into=joins.topic("shop-located", value_type=Located),
+)
+def locate(order: Shipped, country: Country | None) -> Located:
+    return Located(order.order_id, order.country, country.region if country else None)

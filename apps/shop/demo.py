@@ -5,7 +5,9 @@ different partition counts (orders 6, payments 4, shipments 3: only the repartit
 make the joins' inputs co-partitioned), prints the topology (`streamjoin describe`), starts two
 workers (`streamjoin worker app:joins`), produces orders, payments and shipments - each keyed
 by its own id - at a steady rate, adds a third worker, stops the first, and checks that every
-order that was paid and shipped came out of the chained join. The last line is the
+order that was paid and shipped came out of the chained join. Before the workers start it
+fills the global table of countries (2 partitions); every shipped order is located through
+it, and `located: expected=E present=P wrong=W` checks each one's region. The last line is the
 verification: `joined: expected=E present=P duplicates=D`.
 """
 
@@ -29,7 +31,16 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "ads")]
 
 from app import joins  # noqa: E402 - the app's modules live here
-from shop_data import Event, Order, Payment, encode, generate_shop, key_of  # noqa: E402
+from shop_data import (  # noqa: E402
+    COUNTRIES,
+    Country,
+    Event,
+    Order,
+    Payment,
+    encode,
+    generate_shop,
+    key_of,
+)
 from workers import WorkerProcess, totals  # noqa: E402 - the ad demo's worker launcher
 
 from streamjoin.broker import EmbeddedBroker  # noqa: E402
@@ -38,8 +49,9 @@ from streamjoin.dsl.topology import compile_topology  # noqa: E402
 from streamjoin.kafka.topics import TopicSpec, ensure_topics  # noqa: E402
 from streamjoin.runtime.description import describe_topology  # noqa: E402
 
-LAYOUT = {"shop-orders": 6, "shop-payments": 4, "shop-shipments": 3}
+LAYOUT = {"shop-orders": 6, "shop-payments": 4, "shop-shipments": 3, "shop-countries": 2}
 OUTPUT = "shop-shipped"
+LOCATED = "shop-located"
 console = Console(highlight=False)
 
 
@@ -71,21 +83,46 @@ async def produce_paced(bootstrap: str, events: list[Event], rate: float) -> int
     return len(events)
 
 
+async def produce_countries(bootstrap: str) -> None:
+    """The global table, before any worker starts (each restores it before processing)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for code, region in COUNTRIES.items():
+            await producer.send("shop-countries", encode(Country(code, region)), key=code.encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
 async def collect_output(
-    bootstrap: str, expected: set[str], seen: Counter[str], done: asyncio.Event, stop: asyncio.Event
+    bootstrap: str,
+    expected: set[str],
+    *,
+    seen: Counter[str],
+    located: dict[str, str | None],
+    done: asyncio.Event,
+    stop: asyncio.Event,
 ) -> None:
-    """Count shipped orders as they arrive; `done` once every expected one is there."""
+    """Count shipped orders and note the regions of located ones as they arrive; `done` once
+    every expected one is there."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
-        tps = [TopicPartition(OUTPUT, p) for p in range(LAYOUT["shop-orders"])]
+        tps = [
+            TopicPartition(t, p) for t in (OUTPUT, LOCATED) for p in range(LAYOUT["shop-orders"])
+        ]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         while not stop.is_set():
-            for records in (await consumer.getmany(timeout_ms=200)).values():
+            for tp, records in (await consumer.getmany(timeout_ms=200)).items():
                 for record in records:
-                    seen[json.loads(record.value)["order_id"]] += 1
-            if expected <= seen.keys():
+                    value = json.loads(record.value)
+                    if tp.topic == LOCATED:
+                        located[value["order_id"]] = value["region"]
+                    else:
+                        seen[value["order_id"]] += 1
+            if expected <= seen.keys() and expected <= located.keys():
                 done.set()
     finally:
         await consumer.stop()
@@ -111,7 +148,7 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     # The outputs too, before anything reads them (a broker that creates topics on first use
     # would otherwise pick its own partition count).
     partitions = LAYOUT["shop-orders"]
-    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT)]
+    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT, LOCATED)]
     await ensure_topics(bootstrap, [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs])
     console.print(render(describe_topology(compile_topology(joins, LAYOUT))))
     events, expected = generate_shop(orders)
@@ -119,14 +156,18 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         f"{orders} orders, {len(events) - orders} payments and shipments, {len(expected)} "
         f"orders to ship, at ~{rate:,.0f} records/s (~{len(events) / rate:.0f} s)"
     )
+    await produce_countries(bootstrap)
     workers = [WorkerProcess(f"worker-{i}", bootstrap, work_dir, app_dir=HERE) for i in (1, 2, 3)]
     seen: Counter[str] = Counter()
+    located: dict[str, str | None] = {}
     done, stop = asyncio.Event(), asyncio.Event()
     try:
         for worker in workers[:2]:
             worker.start()
         console.print("started worker-1 and worker-2")
-        reader = asyncio.create_task(collect_output(bootstrap, expected, seen, done, stop))
+        reader = asyncio.create_task(
+            collect_output(bootstrap, expected, seen=seen, located=located, done=done, stop=stop)
+        )
         start = time.monotonic()
         producing = asyncio.create_task(produce_paced(bootstrap, events, rate))
         await asyncio.sleep(10)
@@ -159,10 +200,15 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         f"{total('late_dropped_total'):,.0f} dropped as late, "
         f"{total('dead_letters_total'):,.0f} dead letters"
     )
+    regions = {o.order_id: COUNTRIES.get(o.country) for o in events if isinstance(o, Order)}
+    wrong = sum(1 for order, region in located.items() if regions.get(order, "?") != region)
     ok = present == len(expected) and not seen.keys() - expected
+    ok = ok and located.keys() == expected and not wrong
     if not ok:
         for worker in workers:
             console.print(f"[dim]--- {worker.name} log tail ---\n{worker.log_tail()}[/]")
+    present_located = len(expected & located.keys())
+    console.print(f"located: expected={len(expected)} present={present_located} wrong={wrong}")
     console.print(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
     return ok
 

@@ -1,5 +1,6 @@
 """The shop demo's records and traffic: orders, payments (some declined, then retried) and
-shipments, each keyed by its own id, so the joins must re-key payments and shipments by order."""
+shipments, each keyed by its own id, so the joins must re-key payments and shipments by order;
+and the countries of the global table that orders are located with."""
 
 from __future__ import annotations
 
@@ -11,6 +12,26 @@ from dataclasses import asdict, dataclass
 ORDER_EVERY_MS = 20
 """Event time between two orders."""
 
+COUNTRIES = {
+    "NL": "Europe",
+    "FR": "Europe",
+    "DE": "Europe",
+    "JP": "Asia",
+    "IN": "Asia",
+    "BR": "South America",
+    "US": "North America",
+    "KE": "Africa",
+}
+"""The global table's rows: country code -> region."""
+ORDER_COUNTRIES = [*COUNTRIES, "XX"]
+"""Where orders come from, in turn: "XX" is in no table (a left join emits it with None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Country:
+    code: str
+    region: str
+
 
 @dataclass(frozen=True, slots=True)
 class Order:
@@ -18,6 +39,7 @@ class Order:
     customer: str
     amount_cents: int
     timestamp_ms: int
+    country: str = "XX"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +82,9 @@ def generate_shop(orders: int, seed: int = 18) -> tuple[list[Event], set[str]]:
     shipped: set[str] = set()
     for n in range(orders):
         order_id, ts = f"o{n}", base + n * ORDER_EVERY_MS
-        events.append(Order(order_id, f"c{rng.randrange(500)}", rng.randrange(100, 50_000), ts))
+        customer, amount = f"c{rng.randrange(500)}", rng.randrange(100, 50_000)
+        country = ORDER_COUNTRIES[n % len(ORDER_COUNTRIES)]
+        events.append(Order(order_id, customer, amount, ts, country))
         paid_at = ts + rng.randrange(1_000, 60_000)
         accepted = rng.random() >= 0.1
         events.append(Payment(f"p{n}", order_id, accepted, paid_at))

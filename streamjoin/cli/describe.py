@@ -84,6 +84,11 @@ def render(description: dict[str, Any]) -> str:
                 f"grace={window['grace_ms']}ms"
             )
             lines.append(f"    Processor: {processor['how']} {processor['kind']}{reach}")
+            if "global_store" in processor:
+                lines.append(
+                    f"      global store: {processor['global_store']}, looked up by "
+                    f"{processor['lookup']}"
+                )
             for store in processor["stores"]:
                 lines.append(
                     f"      store: {store['name']} ({store['kind']}), "
@@ -99,6 +104,13 @@ def render(description: dict[str, Any]) -> str:
     for topic in description["internal_topics"]:
         lines.append(
             f"    {topic['topic']}: {topic['kind']} of {topic['of']}, {_count(topic['partitions'])}"
+        )
+    if description["global_tables"]:
+        lines.append("  Global tables (every worker holds each whole):")
+    for table in description["global_tables"]:
+        lines.append(
+            f"    {table['store']}: source {table['source']} ({_count(table['partitions'])}), "
+            f"read by {', '.join(table['read_by'])}"
         )
     return "\n".join(lines)
 

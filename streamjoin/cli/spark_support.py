@@ -157,6 +157,11 @@ def runnable_join(app: App, name: str) -> JoinSpec:
     a join reading another join's output reads that topic; not yet a join that reads through
     a key_by (Spark would shuffle instead of reading the repartition topic)."""
     spec = app.get_join(name)
+    if spec.is_global:
+        raise ConfigurationError(
+            f"join {name!r} is a global-table join; Spark backfill/audit run windowed "
+            "stream-stream joins only (run global-table joins with `streamjoin worker`)"
+        )
     rekeyed = {r.topic.name: r for r in app.repartitions}
     for side, topic in (("left", spec.left), ("right", spec.right)):
         repartition = rekeyed.get(topic.name)

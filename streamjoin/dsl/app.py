@@ -11,7 +11,8 @@ from typing import Any, Literal
 from streamjoin.dsl.fields import FieldMapping
 from streamjoin.dsl.inputs import InputResolver
 from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartition
-from streamjoin.dsl.topics import Stream, Table, Topic, make_topic
+from streamjoin.dsl.steps import KeyBy
+from streamjoin.dsl.topics import GlobalTable, Stream, Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.offset_reset import OffsetReset, check_policy
@@ -128,6 +129,20 @@ class App:
         assert isinstance(table, Table)
         return table
 
+    def global_table(
+        self,
+        name: str,
+        *,
+        value_type: Any = dict,
+        key_type: Any = str,
+        partitions: int | None = None,
+    ) -> GlobalTable:
+        """A compacted topic that every worker reads whole into a local store (Kafka Streams'
+        GlobalKTable): join it with `app.join(stream, table, key=...)`, no co-partitioning."""
+        table = self._register(make_topic(GlobalTable, name, value_type, key_type, partitions))
+        assert isinstance(table, GlobalTable)
+        return table
+
     def _register(self, topic: Topic) -> Topic:
         known = self._topics.get(topic.name)
         if known is not None and type(known) is not type(topic):
@@ -147,11 +162,13 @@ class App:
         window: JoinWindows | None = None,
         how: JoinKind = "inner",
         name: str | None = None,
+        key: Callable[[Any], Any] | str | None = None,
     ) -> Callable[[Joiner], Joiner]:
         """Declare a join; the decorated function builds each output value from
         (left_value, right_value), either of which is None for a left/outer non-match.
         Either input may be a stream (`topic.filter(...)`, `.map_values(...)`, `.key_by(...)`);
-        `into` may be the input of another join of this app."""
+        `into` may be the input of another join of this app. With a global table on the right,
+        `key` (a function of the left value, or its field name) gives the table key to look up."""
 
         def register(joiner: Joiner) -> Joiner:
             join_name = name or str(getattr(joiner, "__name__", ""))
@@ -170,6 +187,7 @@ class App:
                 raise ConfigurationError(
                     f"join {join_name!r}: into= takes a topic name or an app.topic()"
                 )
+            lookup = _lookup(join_name, left, right, key)
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
             with self._inputs.undone_on_error():
                 left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
@@ -184,12 +202,46 @@ class App:
                     window,
                     left_steps,
                     right_steps,
+                    lookup,
                 )
                 _check_join(spec)
             self._joins[join_name] = spec
             return joiner
 
         return register
+
+
+def _lookup(
+    join: str, left: object, right: object, key: Callable[[Any], Any] | str | None
+) -> KeyBy | None:
+    """The global-table lookup of a join's `key=`, refusing it anywhere else."""
+    where = f"join {join!r}"
+    if isinstance(left, GlobalTable):
+        raise ConfigurationError(
+            f"{where}: global table {left.name!r} is on the left; a global table can only be "
+            "the right side, joined by a stream"
+        )
+    if not isinstance(right, GlobalTable):
+        if key is not None:
+            raise ConfigurationError(
+                f"{where}: key= applies only to a join with a global table (app.global_table)"
+            )
+        return None
+    if isinstance(left, Table):
+        raise ConfigurationError(
+            f"{where}: global table {right.name!r} joins a stream (app.topic), not table "
+            f"{left.name!r}"
+        )
+    if key is None:
+        raise ConfigurationError(
+            f"{where}: a join with global table {right.name!r} needs key=, a function of the "
+            "stream value (or its field name) giving the table key to look up"
+        )
+    if not (callable(key) or (isinstance(key, str) and key)):
+        raise ConfigurationError(
+            f"{where}: key= takes a function of the stream value or a field name, got {key!r}"
+        )
+    return KeyBy(key, right.key_serde)
 
 
 def _check_memory(settings: AppSettings) -> None:
@@ -229,7 +281,12 @@ def _check_join(spec: JoinSpec) -> None:
         )
     if spec.how not in JOIN_KINDS:
         raise ConfigurationError(f"{where}: how={spec.how!r}; use one of {', '.join(JOIN_KINDS)}")
-    if spec.is_stream_table:
+    if spec.is_global:
+        if spec.how == "outer":
+            raise ConfigurationError(f"{where}: a global-table join is inner or left, not outer")
+        if spec.window is not None:
+            raise ConfigurationError(f"{where}: a global-table join takes no window")
+    elif spec.is_stream_table:
         if spec.how == "outer":
             raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")
         if spec.window is not None:

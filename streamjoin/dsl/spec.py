@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from streamjoin.dsl.serdes import Serde
 from streamjoin.dsl.steps import KeyBy, MapValues, Step
-from streamjoin.dsl.topics import Table, Topic
+from streamjoin.dsl.topics import GlobalTable, Table, Topic
 from streamjoin.dsl.windows import JoinWindows
 
 __all__ = ("JOIN_KINDS", "JoinKind", "JoinSpec", "Joiner", "Repartition", "repartition_topic")
@@ -23,8 +23,9 @@ Joiner = Callable[[Any, Any], Any]
 @dataclass(frozen=True, slots=True)
 class JoinSpec:
     """One join of an app. Stream-stream when `right` is a Topic (then `window` is set),
-    stream-table when it is a Table. Each join is its own sub-topology: its tasks are its
-    partition numbers.
+    stream-table when it is a Table, stream-global-table when it is a GlobalTable (then
+    `lookup` takes the table key from each left value; the tasks read the left topic only).
+    Each join is its own sub-topology: its tasks are its partition numbers.
 
     `left` and `right` are the topics the join's tasks read (a repartition topic where the
     input was re-keyed); `left_steps`/`right_steps` the filter/map_values steps those tasks
@@ -39,6 +40,8 @@ class JoinSpec:
     window: JoinWindows | None = None
     left_steps: tuple[Step, ...] = ()
     right_steps: tuple[Step, ...] = ()
+    lookup: KeyBy | None = None
+    """A global-table join's `key=`: the table key of each left value."""
 
     @property
     def left_value_serde(self) -> Serde:
@@ -55,10 +58,18 @@ class JoinSpec:
 
     @property
     def is_stream_table(self) -> bool:
-        return isinstance(self.right, Table)
+        return isinstance(self.right, Table) and not self.is_global
 
     @property
-    def input_topics(self) -> tuple[str, str]:
+    def is_global(self) -> bool:
+        return isinstance(self.right, GlobalTable)
+
+    @property
+    def input_topics(self) -> tuple[str, ...]:
+        """The topics the join's tasks read: left then right (left only for a global table,
+        which every worker reads whole, outside the tasks)."""
+        if self.is_global:
+            return (self.left.name,)
         return (self.left.name, self.right.name)
 
 

@@ -11,7 +11,7 @@ from streamjoin.dsl.serdes import Serde, serde_for
 from streamjoin.dsl.steps import Filter, KeyBy, MapValues, Step
 from streamjoin.errors import ConfigurationError
 
-__all__ = ("Stream", "Table", "Topic", "make_topic")
+__all__ = ("GlobalTable", "Stream", "Table", "Topic", "make_topic")
 
 
 class _Composable:
@@ -84,6 +84,12 @@ class Topic(_Composable):
 @dataclass(frozen=True, slots=True)
 class Table(Topic):
     """A compacted topic read as a table: the latest value per key, materialised in a store."""
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalTable(Table):
+    """A table every worker holds whole (all partitions), as Kafka Streams' GlobalKTable: a
+    stream joins it by a key taken from its values, without co-partitioning."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

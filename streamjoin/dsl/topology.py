@@ -112,14 +112,23 @@ def _missing_input(
     (its partition count: declared, else that of the other side of its join)."""
     wanted = [f"join {spec.name!r}" for spec, _ in readers]
     wanted += [f"key_by {r.name!r}" for r in repartitions if r.source.name == topic]
+    global_readers = [
+        f"join {s.name!r}" for s in app.joins if s.is_global and s.right.name == topic
+    ]
+    wanted += global_readers
     others = [spec.right.name if index == 0 else spec.left.name for spec, index in readers]
     counts = [_declared(app, topic)]
     counts += [existing.get(other) or _declared(app, other) for other in others]
     hint = next((n for n in counts if n), "N")
+    count = (
+        "any partition count: every worker reads a global table whole"
+        if global_readers
+        else "as many partitions as the other side of its join"
+    )
     return (
         f"{', '.join(wanted)}: input topic {topic!r} does not exist; create it with "
-        f"`streamjoin topics create {topic} --partitions {hint}` (as many partitions as the "
-        "other side of its join), or start the worker with --create-topics"
+        f"`streamjoin topics create {topic} --partitions {hint}` ({count}), or start the "
+        "worker with --create-topics"
     )
 
 
@@ -168,6 +177,8 @@ def compile_topology(
         if repartition.key_by.partitions is not None:
             return repartition.key_by.partitions
         for spec, index in readers.get(repartition.topic.name, []):
+            if spec.is_global:
+                continue  # the global table has any partition count
             other = spec.input_topics[1 - index]
             other_rep = repartition_of.get(other)
             if other_rep is None or other_rep.key_by.partitions is not None:
@@ -181,7 +192,7 @@ def compile_topology(
     tasks: dict[str, int | None] = {}
     for spec in joins:
         left, right = count(spec.left.name), count(spec.right.name)
-        if left is not None and right is not None and left != right:
+        if not spec.is_global and left is not None and right is not None and left != right:
             seen_left = _as_seen(spec.left.name, writers)
             seen_right = _as_seen(spec.right.name, writers)
             problems.append(

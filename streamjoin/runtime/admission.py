@@ -8,7 +8,8 @@ they take a place in the timestamp order.
 - A record must fit where it has to go: a value over `max_record_bytes` could not be written to
   the store's changelog (nor to an output), so the broker would refuse it and stop the worker.
 - A record without a key joins nothing: it is refused unless its side emits non-matches (the
-  left side of a left or outer join, the right of an outer one: Kafka Streams' KIP-962).
+  left side of a left or outer join, the right of an outer one: Kafka Streams' KIP-962). A
+  global-table join refuses it too: its output keeps the stream record's key.
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ class Admission:
     def __init__(self, spec: JoinSpec, *, max_future_ms: int, max_record_bytes: int) -> None:
         self.max_future_ms: Final = max_future_ms
         self.max_record_bytes: Final = max_record_bytes
-        stream_stream = not spec.is_stream_table
+        stream_stream = not spec.is_stream_table and not spec.is_global
         self._keyless_joins: Final = (
-            spec.how in ("left", "outer"),
+            spec.how in ("left", "outer") and not spec.is_global,
             spec.how == "outer" and stream_stream,
         )
 

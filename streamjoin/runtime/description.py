@@ -70,7 +70,25 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
         "join_order": order,
         "subtopologies": subtopologies,
         "internal_topics": internal,
+        "global_tables": _global_tables(topology),
     }
+
+
+def _global_tables(topology: Topology) -> list[dict[str, Any]]:
+    """Each global table: its store (on every worker) and the topic it restores from."""
+    readers: dict[str, list[str]] = {}
+    for spec in topology.joins:
+        if spec.is_global:
+            readers.setdefault(spec.right.name, []).append(spec.name)
+    return [
+        {
+            "store": f"global/{topic}",
+            "source": topic,
+            "partitions": topology.partitions.get(topic),
+            "read_by": joins,
+        }
+        for topic, joins in sorted(readers.items())
+    ]
 
 
 def _steps(steps: tuple[Step, ...]) -> list[str]:
@@ -85,10 +103,11 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
             ("left", spec.left, spec.left_steps),
             ("right", spec.right, spec.right_steps),
         )
+        if side == "left" or not spec.is_global
     ]
     window = spec.window
     processor: dict[str, Any] = {
-        "kind": "stream-table join" if spec.is_stream_table else "windowed stream-stream join",
+        "kind": _kind(spec),
         "how": spec.how,
         "window": None
         if window is None
@@ -106,12 +125,22 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
             for store in store_specs(spec)
         ],
     }
+    if spec.is_global:
+        assert spec.lookup is not None
+        processor["global_store"] = f"global/{spec.right.name}"
+        processor["lookup"] = spec.lookup.describe().replace("key_by", "key", 1)
     return {
         "kind": "join",
         "sources": sources,
         "processor": processor,
         "sink": {"topic": spec.into.name, "partitions": count(spec.into.name)},
     }
+
+
+def _kind(spec: JoinSpec) -> str:
+    if spec.is_global:
+        return "stream-global-table join"
+    return "stream-table join" if spec.is_stream_table else "windowed stream-stream join"
 
 
 def _repartition(repartition: Repartition, topology: Topology) -> dict[str, Any]:

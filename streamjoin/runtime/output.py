@@ -38,6 +38,7 @@ class OutputWriter:
         self._left_source = f"{spec.left.name}:{partition}:".encode()
         self._right_source = f"{spec.right.name}:{partition}:".encode()
         """Source header values up to the offset, made once."""
+        self._right_topic = spec.right.name.encode()
         self.written = 0
 
     def write(self, result: JoinOutput) -> None:
@@ -57,7 +58,11 @@ class OutputWriter:
         if left is not None:
             headers.append((LEFT_SOURCE_HEADER, b"%s%d" % (self._left_source, left.offset)))
         if right is not None:
-            headers.append((RIGHT_SOURCE_HEADER, b"%s%d" % (self._right_source, right.offset)))
+            if right.partition < 0:
+                source = b"%s%d" % (self._right_source, right.offset)
+            else:  # a global table's record, from any partition
+                source = b"%s:%d:%d" % (self._right_topic, right.partition, right.offset)
+            headers.append((RIGHT_SOURCE_HEADER, source))
         self._sink.send(
             OutgoingRecord(
                 self._topic,

@@ -76,7 +76,9 @@ class JoinTask:
             spec, max_future_ms=max_future_ms, max_record_bytes=max_record_bytes
         )
         self._output = OutputWriter(spec, task_id.partition, sink, max_record_bytes)
-        self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(2, max_idle_ms)
+        self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(
+            len(spec.input_topics), max_idle_ms
+        )
         self._key_checks: tuple[Serde | None, Serde | None] = (
             _checking(spec.left.key_serde),
             _checking(spec.right.key_serde),

@@ -23,7 +23,13 @@ from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.sink import RecordSink
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.task_roles import WorkerRoles
-from streamjoin.runtime.topology import AppTopology, TaskId, build_processor
+from streamjoin.runtime.topology import (
+    AppTopology,
+    GlobalTables,
+    JoinProcessor,
+    TaskId,
+    build_processor,
+)
 from streamjoin.state.manager import StateManager
 
 __all__ = ("FetchControl", "TaskManager")
@@ -71,6 +77,8 @@ class TaskManager(RebalanceListener):
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
+        self.global_tables: GlobalTables | None = None
+        """The worker's global tables, which global-table joins read (set before tasks run)."""
         self._commit = commit
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
@@ -305,31 +313,39 @@ class TaskManager(RebalanceListener):
             return
         spec = self.topology.join(task_id.subtopology)
         assert spec is not None
+        if not self.topology.is_stateful(task_id.subtopology):  # a global-table join
+            self._start_join(active, task_id, build_processor(spec, None, self.global_tables))
+            return
         self.roles.standby.discard(task_id)
         state = await self._state.open_active(self.topology.task_spec(task_id))
 
         async def become_ready() -> None:
             await state.wait_ready()
-            settings = self.app.settings
-            active.task = JoinTask(
-                self.app.app_id,
-                spec,
-                task_id,
-                build_processor(spec, state),
-                self._sink,
-                on_error=settings.on_error,
-                max_idle_ms=settings.max_task_idle_ms,
-                max_future_ms=settings.max_future_ms,
-                max_record_bytes=settings.max_record_bytes,
-            )
-            for side, records in self._waiting.pop(task_id, ()):
-                active.task.add(side, records)
-            active.opening = None
-            logger.info("task %s is running", task_id)
-            self._apply_pauses()
+            self._start_join(active, task_id, build_processor(spec, state))
 
         active.opening = asyncio.create_task(become_ready(), name=f"open {task_id}")
         active.opening.add_done_callback(self._opened)
+
+    def _start_join(self, active: _Active, task_id: TaskId, processor: JoinProcessor) -> None:
+        spec = self.topology.join(task_id.subtopology)
+        assert spec is not None
+        settings = self.app.settings
+        active.task = JoinTask(
+            self.app.app_id,
+            spec,
+            task_id,
+            processor,
+            self._sink,
+            on_error=settings.on_error,
+            max_idle_ms=settings.max_task_idle_ms,
+            max_future_ms=settings.max_future_ms,
+            max_record_bytes=settings.max_record_bytes,
+        )
+        for side, records in self._waiting.pop(task_id, ()):
+            active.task.add(side, records)
+        active.opening = None
+        logger.info("task %s is running", task_id)
+        self._apply_pauses()
 
     def _opened(self, opening: asyncio.Task[None]) -> None:
         if not opening.cancelled() and opening.exception() is not None:

@@ -18,6 +18,7 @@ from streamjoin.assignment.tasks.group_assignor import Subtopology
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.global_table import GlobalLookup, GlobalTableJoin
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
@@ -28,6 +29,7 @@ from streamjoin.state.window_store import WindowStore
 
 __all__ = (
     "AppTopology",
+    "GlobalTables",
     "JoinProcessor",
     "StoreLookup",
     "TaskId",
@@ -67,6 +69,10 @@ class StoreLookup(Protocol):
     def kv(self, name: str) -> KeyValueStore: ...
 
 
+class GlobalTables(Protocol):
+    def table(self, topic: str) -> GlobalLookup: ...
+
+
 def _names(spec: JoinSpec) -> dict[str, str]:
     return {
         "left": f"{spec.name}-left",
@@ -80,6 +86,8 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     """The stores a task of `spec` keeps; their names start with the join's name, so the
     changelog topics of different joins never collide."""
     names = _names(spec)
+    if spec.is_global:
+        return ()  # the global table's store is the worker's, not the task's
     if spec.is_stream_table:
         return (StoreSpec.kv(names["table"]),)
     assert spec.window is not None
@@ -92,8 +100,15 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     return tuple(stores)
 
 
-def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
+def build_processor(
+    spec: JoinSpec, stores: StoreLookup | None, global_tables: GlobalTables | None = None
+) -> JoinProcessor:
+    """`stores`: the task's own (None for a global-table join, which has none)."""
     names = _names(spec)
+    if spec.is_global:
+        assert global_tables is not None
+        return GlobalTableJoin(spec, global_tables.table(spec.right.name))
+    assert stores is not None
     if spec.is_stream_table:
         return TableJoin(spec, stores.kv(names["table"]))
     pending = PendingNonMatches(stores.kv(names["pending"])) if spec.how != "inner" else None
@@ -130,7 +145,9 @@ class AppTopology:
         return self._repartitions.get(subtopology)
 
     def is_stateful(self, subtopology: str) -> bool:
-        return subtopology in self._joins
+        """Whether its tasks keep state of their own (a global-table join reads the worker's)."""
+        spec = self._joins.get(subtopology)
+        return spec is not None and not spec.is_global
 
     def inputs(self, subtopology: str) -> tuple[str, ...]:
         """The topics the sub-topology's tasks read, left then right for a join."""

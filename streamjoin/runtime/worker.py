@@ -38,6 +38,7 @@ from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
+from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
@@ -49,6 +50,7 @@ from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
+from streamjoin.state.layout import StateDirectory
 from streamjoin.state.manager import StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
 
@@ -146,6 +148,16 @@ class Worker:
         compiled = await check_topics(self.app, self.bootstrap)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
+        self.global_tables = GlobalTables(
+            {
+                spec.right.name: compiled.partitions[spec.right.name] or 0
+                for spec in self.app.joins
+                if spec.is_global
+            },
+            StateDirectory(self.state_dir, self.app.app_id),
+            self.memory,
+            self.bootstrap,
+        )
         await ensure_changelogs(
             self.bootstrap,
             self.app.app_id,
@@ -174,9 +186,11 @@ class Worker:
             check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
         )
         try:
+            await self.global_tables.start()  # restored before any task runs
             with collector_tuned_for_throughput(), watch.quiet.installed():
                 await self._run(producer, topology, watch)
         finally:
+            await self.global_tables.close()
             await _closed(producer.stop(), quickly=watch.lost_since is not None)
 
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
@@ -229,6 +243,7 @@ class Worker:
             group_instance_id=self.options.group_instance_id,
         )
         manager.fetch = consumer
+        manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(
             self.bootstrap, [r.topic.name for r in topology.repartitions]
         )
@@ -314,6 +329,7 @@ class Worker:
                 raise manager.failure
             busy = manager.buffered() > 0
             manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+            await self.global_tables.poll()  # table updates before the records fetched next
             fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
             manager.route(fetched)
             processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
@@ -346,6 +362,7 @@ class Worker:
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
             await self.state.commit()
+            self.global_tables.checkpoint()
             if not offsets:
                 return
             try:

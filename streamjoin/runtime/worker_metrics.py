@@ -87,6 +87,12 @@ def register_worker_metrics(
         per_join("late_dropped"),
     )
     registry.register(
+        "join_no_match_dropped_total",
+        "counter",
+        "Stream records an inner global-table join dropped: no table value for their key",
+        per_join("no_match_dropped"),
+    )
+    registry.register(
         "dead_letters_total",
         "counter",
         "Bad records sent to the dead-letter topic",

@@ -19,11 +19,13 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError
 
-__all__ = ("ChangelogReader", "ChangelogSink", "ReaderConfig")
+__all__ = ("FETCHER_TURNS", "ChangelogReader", "ChangelogSink", "ReaderConfig")
 
 logger = logging.getLogger(__name__)
 
-_FETCHER_TURNS = 3
+FETCHER_TURNS = 3
+"""Event loop turns aiokafka's fetcher takes to send the next fetch request of a partition just
+drained: waking its routine, starting its task and sending."""
 
 
 class ChangelogSink(Protocol):
@@ -172,7 +174,7 @@ class ChangelogReader:
             # Before writing to RocksDB, let aiokafka's fetcher send the next request for each
             # partition just drained, so that the broker prepares it meanwhile: waking its
             # routine, starting its task and sending take three turns of the event loop.
-            for _ in range(_FETCHER_TURNS):
+            for _ in range(FETCHER_TURNS):
                 await asyncio.sleep(0)
         for tp, records in fetched.items():
             sink = self._sinks.get(tp)

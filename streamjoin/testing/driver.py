@@ -11,6 +11,7 @@ record is processed at once, in the order piped; stream time moves with record t
 with `advance_stream_time`. The whole topology runs: a record piped into a topic a `key_by`
 reads is re-keyed into its repartition topic and joined from there, and a join's output that
 another join reads is joined again, before `pipe` returns (all readable with `read_output`).
+A record piped into a global table's topic updates the table at once.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from streamjoin.runtime.topology import TaskId, build_processor, store_specs
 from streamjoin.runtime.worker_memory import memory_budget
 from streamjoin.state.changelog_topics import changelog_topic
 from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.global_store import GlobalStore
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
@@ -65,6 +67,7 @@ class _InputRecord:
     timestamp: int
     key: bytes | None
     value: bytes | None
+    partition: int = 0
 
 
 class _Stores:
@@ -101,6 +104,16 @@ class _Stores:
         store = self.by_name[name]
         assert isinstance(store, KeyValueStore)
         return store
+
+
+class _GlobalTables:
+    """The global tables' stores, one per topic, as a worker holds them."""
+
+    def __init__(self, topics: list[str], directory: StateDirectory, memory: MemoryBudget) -> None:
+        self.stores = {topic: GlobalStore(topic, directory, memory) for topic in topics}
+
+    def table(self, topic: str) -> GlobalStore:
+        return self.stores[topic]
 
 
 class _ListSink:
@@ -150,6 +163,8 @@ class TestDriver:
         self.changelogs = MemoryChangelogProducer()
         self.memory = memory_budget(app.settings)
         """Shared by the stores of every task, as in a worker."""
+        global_topics = sorted({s.right.name for s in app.joins if s.is_global})
+        self._globals = _GlobalTables(global_topics, self._directory, self.memory)
 
     def _existing(self, partitions: Mapping[str, int]) -> dict[str, int]:
         """Partition counts of the topics the app reads from outside, as if they existed."""
@@ -202,7 +217,7 @@ class TestDriver:
                 self.app.app_id,
                 spec,
                 task_id,
-                build_processor(spec, stores),
+                build_processor(spec, stores, self._globals),
                 self._sink,
                 on_error=self.app.settings.on_error,
                 max_future_ms=self.app.settings.max_future_ms,
@@ -253,7 +268,10 @@ class TestDriver:
             partition = 0 if key is None else partition_for_key(key, count)
         offset = self._offsets[(topic, partition)]
         self._offsets[(topic, partition)] = offset + 1
-        record = _InputRecord(offset, timestamp, key, value)
+        record = _InputRecord(offset, timestamp, key, value, partition)
+        table = self._globals.stores.get(topic)
+        if table is not None:
+            table.apply(partition, [record])
         for reader in self._readers.get(topic, ()):
             if isinstance(reader, Repartition):
                 rekey = self._repartition_task(reader, partition)
@@ -261,7 +279,7 @@ class TestDriver:
                 rekey.process(0, lambda _side: 0)
                 continue
             task = self._task(reader, partition)
-            for side, name in zip(Side, reader.input_topics, strict=True):
+            for side, name in zip(Side, reader.input_topics, strict=False):
                 if name == topic:
                     task.add(side, [record])
             task.process(0, lambda _side: 0)
@@ -344,7 +362,19 @@ class TestDriver:
         assert isinstance(store, KeyValueStore)
         return store
 
+    def global_table(self, topic: str) -> GlobalStore:
+        """The store of the global table read from `topic` (`lookup(key)` its stored value)."""
+        try:
+            return self._globals.stores[topic]
+        except KeyError:
+            raise ConfigurationError(
+                f"app {self.app.app_id!r} has no global table {topic!r}"
+            ) from None
+
     def close(self) -> None:
+        for table in self._globals.stores.values():
+            table.close()
+        self._globals.stores.clear()
         for stores in self._stores.values():
             for store in stores.by_name.values():
                 store.close()

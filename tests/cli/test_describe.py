@@ -128,3 +128,30 @@ async def test_partition_counts_from_the_broker(
     assert tasks == {"j": 5, "j-right-repartition": 2}
     internal = {t["topic"]: t["partitions"] for t in described["internal_topics"]}
     assert internal["described-j-right-repartition"] == 5
+
+
+GLOBAL = """
+import streamjoin
+
+joins = streamjoin.App("geo")
+visits = joins.topic("visits", partitions=4)
+countries = joins.global_table("countries", partitions=3)
+
+@joins.join(visits, countries, key="country", how="left", into="visits-geo")
+def locate(visit, country):
+    return visit
+"""
+
+
+def test_a_global_table_shows_its_store_and_source_topic(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["describe", "geo_app:joins", "--app-dir", write(tmp_path, GLOBAL, "geo_app")]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Sub-topology 0: locate (4 tasks)" in out
+    assert "Source: visits (4 partitions) [left]" in out
+    assert "Source: countries" not in out  # read by every worker, not by the tasks
+    assert "Processor: left stream-global-table join" in out
+    assert "global store: global/countries, looked up by key('country')" in out
+    assert "global/countries: source countries (3 partitions), read by locate" in out

@@ -25,3 +25,10 @@ def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
     assert runnable_join(app, "b").name == "b"
     app.join(app.topic("x"), app.topic("y").filter(bool), window=JoinWindows.of(1), into="z")(max)
     assert runnable_join(app, "max").right_steps
+
+
+def test_a_global_table_join_is_refused_in_one_line() -> None:
+    app = App("geo")
+    app.join(app.topic("visits"), app.global_table("countries"), key="c", into="o", name="g")(max)
+    with pytest.raises(ConfigurationError, match="join 'g' is a global-table join; Spark"):
+        runnable_join(app, "g")

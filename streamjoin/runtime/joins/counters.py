@@ -18,9 +18,12 @@ class JoinCounters:
     skipped: int = 0
     """Records a join cannot use: null value, or null key on a side whose non-matches are not
     emitted (as Kafka Streams)."""
+    no_match_dropped: int = 0
+    """Stream records of an inner global-table join that found no table value."""
 
     def add(self, other: JoinCounters) -> None:
         self.matched += other.matched
         self.unmatched += other.unmatched
         self.late_dropped += other.late_dropped
         self.skipped += other.skipped
+        self.no_match_dropped += other.no_match_dropped

@@ -60,14 +60,17 @@ class SourceRecord:
 
 @final
 class Joined:
-    """One side's record in a join result: decoded value, its bytes and its source offset."""
+    """One side's record in a join result: decoded value, its bytes and its source offset;
+    `partition` is the source partition where it is not the task's (a global table's), else
+    -1."""
 
-    __slots__ = ("offset", "raw", "value")
+    __slots__ = ("offset", "partition", "raw", "value")
 
-    def __init__(self, value: Any, raw: bytes, offset: int) -> None:
+    def __init__(self, value: Any, raw: bytes, offset: int, partition: int = -1) -> None:
         self.value = value
         self.raw = raw
         self.offset = offset
+        self.partition = partition
 
     def __repr__(self) -> str:
         return f"Joined({self.value!r}, @{self.offset})"
