@@ -189,6 +189,7 @@ def compile_topology(
             return max(known) if known else None
         return count(repartition.source.name)  # read by another key_by only
 
+    problems += _shared_sources(joins, repartitions)
     tasks: dict[str, int | None] = {}
     for spec in joins:
         left, right = count(spec.left.name), count(spec.right.name)
@@ -219,6 +220,25 @@ def compile_topology(
     if problems:
         raise ConfigurationError("; ".join(dict.fromkeys(problems)))
     return Topology(app, joins, repartitions, counts, tasks)
+
+
+def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartition]) -> list[str]:
+    """A topic read by two sub-topologies: their tasks would be placed apart, each member
+    fetching and committing the same partitions for its own task, and records go missing.
+    (Kafka Streams merges such sub-topologies into one; streamjoin refuses them for now.)"""
+    readers: dict[str, list[str]] = {}
+    for spec in joins:
+        for topic in dict.fromkeys(spec.input_topics):
+            readers.setdefault(topic, []).append(f"join {spec.name!r}")
+    for repartition in repartitions:
+        readers.setdefault(repartition.source.name, []).append(f"key_by {repartition.name!r}")
+    return [
+        f"topic {topic!r} is read by {' and '.join(names)}: two sub-topologies cannot read one "
+        "topic yet (they would share its offsets and lose records); read it in one of them and "
+        "chain the other to its output, or copy the topic for the other"
+        for topic, names in sorted(readers.items())
+        if len(names) > 1
+    ]
 
 
 def _as_seen(topic: str, writers: Mapping[str, str]) -> str:

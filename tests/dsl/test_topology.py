@@ -120,3 +120,21 @@ def test_a_join_named_like_a_repartition_sub_topology_is_refused() -> None:
     app.join(a, c, window=WINDOW, into="o2", name="j-repartition")(joiner)
     with pytest.raises(ConfigurationError, match="has the name of the sub-topology of key_by 'j'"):
         compile_topology(app, {"a": 1, "b": 1, "c": 1})
+
+
+def test_a_topic_read_by_two_sub_topologies_is_refused_naming_both() -> None:
+    """Their tasks would be placed apart and share the topic's committed offsets."""
+    app = App("shop")
+    orders, payments, refunds = app.topic("orders"), app.topic("payments"), app.topic("refunds")
+    app.join(orders, payments, window=WINDOW, into="paid", name="pay")(joiner)
+    app.join(orders, refunds.key_by("order"), window=WINDOW, into="refunded", name="refund")(
+        joiner
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        compile_topology(app, {"orders": 2, "payments": 2, "refunds": 2})
+    assert str(refused.value) == (
+        "topic 'orders' is read by join 'pay' and join 'refund': two sub-topologies cannot read "
+        "one topic yet (they would share its offsets and lose records); read it in one of them "
+        "and chain the other to its output, or copy the topic for the other"
+    )
+
