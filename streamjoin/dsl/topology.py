@@ -149,7 +149,7 @@ def compile_topology(
     for spec in joins:
         for index, topic in enumerate(spec.input_topics):
             readers.setdefault(topic, []).append((spec, index))
-    problems: list[str] = []
+    problems: list[str] = _shared_sources(joins, repartitions)
     counts: dict[str, int | None] = {}
 
     def count(topic: str) -> int | None:
@@ -189,7 +189,6 @@ def compile_topology(
             return max(known) if known else None
         return count(repartition.source.name)  # read by another key_by only
 
-    problems += _shared_sources(joins, repartitions)
     tasks: dict[str, int | None] = {}
     for spec in joins:
         left, right = count(spec.left.name), count(spec.right.name)
