@@ -217,13 +217,17 @@ def _check_join(spec: JoinSpec) -> None:
             raise ConfigurationError(
                 f"{where}: the {side} side must come from app.topic() or app.table()"
             )
-    if isinstance(spec.left, Table):
+    if isinstance(spec.left, Table) and not isinstance(spec.right, Table):
         raise ConfigurationError(
-            f"{where}: the left side must be a stream (app.topic), not a table"
+            f"{where}: the left side must be a stream (app.topic) when the right is one; "
+            "a table on the left joins only a table"
         )
     if spec.how not in JOIN_KINDS:
         raise ConfigurationError(f"{where}: how={spec.how!r}; use one of {', '.join(JOIN_KINDS)}")
-    if spec.is_stream_table:
+    if spec.is_table_table:
+        if spec.window is not None:
+            raise ConfigurationError(f"{where}: a table-table join takes no window")
+    elif spec.is_stream_table:
         if spec.how == "outer":
             raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")
         if spec.window is not None:

@@ -23,8 +23,8 @@ Joiner = Callable[[Any, Any], Any]
 @dataclass(frozen=True, slots=True)
 class JoinSpec:
     """One join of an app. Stream-stream when `right` is a Topic (then `window` is set),
-    stream-table when it is a Table. Each join is its own sub-topology: its tasks are its
-    partition numbers.
+    stream-table when it is a Table, table-table when both are. Each join is its own
+    sub-topology: its tasks are its partition numbers.
 
     `left` and `right` are the topics the join's tasks read (a repartition topic where the
     input was re-keyed); `left_steps`/`right_steps` the filter/map_values steps those tasks
@@ -55,7 +55,21 @@ class JoinSpec:
 
     @property
     def is_stream_table(self) -> bool:
-        return isinstance(self.right, Table)
+        """The right side is a table (the left a stream, unless `is_table_table`)."""
+        return isinstance(self.right, Table) and not isinstance(self.left, Table)
+
+    @property
+    def is_table_table(self) -> bool:
+        return isinstance(self.left, Table) and isinstance(self.right, Table)
+
+    @property
+    def kind(self) -> str:
+        """What `describe` and messages call it."""
+        if self.is_table_table:
+            return "table-table join"
+        if self.is_stream_table:
+            return "stream-table join"
+        return "windowed stream-stream join"
 
     @property
     def input_topics(self) -> tuple[str, str]:

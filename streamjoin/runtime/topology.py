@@ -21,6 +21,7 @@ from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
+from streamjoin.runtime.joins.table_table import TableTableJoin
 from streamjoin.runtime.joins.windowed import WindowedJoin
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.specs import StoreSpec, TaskSpec
@@ -80,8 +81,13 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     """The stores a task of `spec` keeps; their names start with the join's name, so the
     changelog topics of different joins never collide."""
     names = _names(spec)
+    if spec.is_table_table:  # each side's table, restored from its own topic
+        return (
+            StoreSpec.kv(names["left"], source_topic=spec.left.name),
+            StoreSpec.kv(names["right"], source_topic=spec.right.name),
+        )
     if spec.is_stream_table:
-        return (StoreSpec.kv(names["table"]),)
+        return (StoreSpec.kv(names["table"], source_topic=spec.right.name),)
     assert spec.window is not None
     # One millisecond more than the window needs: a store drops records at exactly
     # stream time - retention, and a partner may still arrive at that instant.
@@ -94,6 +100,8 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
 
 def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
     names = _names(spec)
+    if spec.is_table_table:
+        return TableTableJoin(spec, stores.kv(names["left"]), stores.kv(names["right"]))
     if spec.is_stream_table:
         return TableJoin(spec, stores.kv(names["table"]))
     pending = PendingNonMatches(stores.kv(names["pending"])) if spec.how != "inner" else None

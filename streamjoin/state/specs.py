@@ -49,6 +49,10 @@ class StoreSpec:
     """Window stores: records with timestamp <= stream time - retention are dropped."""
     segment_interval_ms: int = 0
     """Window stores: expired data is deleted in whole segments of this many milliseconds."""
+    source_topic: str | None = None
+    """Key-value stores of a table: the table's own (compacted) topic, which is the store's
+    changelog (Kafka Streams' source-topic reuse): the store restores from it and writes
+    nothing; its position is the offset after the last source record it holds."""
 
     def __post_init__(self) -> None:
         check_name("store", self.name)
@@ -65,8 +69,8 @@ class StoreSpec:
                 )
 
     @classmethod
-    def kv(cls, name: str) -> StoreSpec:
-        return cls(name, StoreKind.KEY_VALUE)
+    def kv(cls, name: str, *, source_topic: str | None = None) -> StoreSpec:
+        return cls(name, StoreKind.KEY_VALUE, source_topic=source_topic)
 
     @classmethod
     def window(

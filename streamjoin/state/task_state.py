@@ -47,6 +47,14 @@ class TaskPhase(enum.Enum):
     CLOSED = "closed"
 
 
+def _later(position: int | None, flushed: int | None) -> int | None:
+    """A source-fed store's position after a flush: the task may still be processing source
+    records its restore already applied."""
+    if flushed is None:
+        return position
+    return flushed if position is None else max(position, flushed)
+
+
 class _StoreChangelog:
     """Connects one store to the changelog reader (the reader's sink)."""
 
@@ -251,6 +259,8 @@ class TaskState:
             raise
         for name, store in self.stores.items():
             store.finish_flush()
+            if store.spec.source_topic is not None:
+                confirmed[name] = _later(self.positions[name], store.flushed_position)
             if confirmed[name] is not None:
                 self.positions[name] = confirmed[name]
 

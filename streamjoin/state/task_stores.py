@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import TypeVar
 
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.checkpoint import (
     CheckpointUnreadable,
     StoreOffset,
@@ -48,7 +48,7 @@ class TaskStores:
     ) -> None:
         self.spec = spec
         self.memory = memory
-        self.topics = {store.name: changelog_topic(app_id, store.name) for store in spec.stores}
+        self.topics = {store.name: store_topic(app_id, store) for store in spec.stores}
         self.stores: dict[str, LocalStore] = {}
         self.positions: dict[str, int | None] = {}
         """Store name -> changelog offset its local data reflects (None: read from the start)."""

@@ -37,7 +37,7 @@ from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.topology import TaskId, build_processor, store_specs
 from streamjoin.runtime.worker_memory import memory_budget
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
@@ -86,7 +86,7 @@ class _Stores:
             kind = WindowStore if store_spec.kind is StoreKind.WINDOW else KeyValueStore
             path = directory.store_dir(str(task_id), store_spec.name)
             store = kind(store_spec, path, memory)
-            topic = changelog_topic(app.app_id, store_spec.name)
+            topic = store_topic(app.app_id, store_spec)
             store.attach_writer(
                 ChangelogWriter(producer.for_partition(topic, partition), topic, partition)
             )

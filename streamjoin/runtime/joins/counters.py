@@ -18,9 +18,15 @@ class JoinCounters:
     skipped: int = 0
     """Records a join cannot use: null value, or null key on a side whose non-matches are not
     emitted (as Kafka Streams)."""
+    retracted: int = 0
+    """Table-table joins: tombstones emitted for results that stopped existing."""
+    too_old: int = 0
+    """Joins with a versioned table: stream records older than the table's history."""
 
     def add(self, other: JoinCounters) -> None:
         self.matched += other.matched
         self.unmatched += other.unmatched
         self.late_dropped += other.late_dropped
         self.skipped += other.skipped
+        self.retracted += other.retracted
+        self.too_old += other.too_old
