@@ -1,0 +1,149 @@
+"""Table-table join in a worker on a real broker: the tables' stores restore from the tables'
+own topics (no changelog topics of their own), across a restart on the same state directory
+and on an empty one, and the latest result per key is the join of the final tables."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from harness import Running, until, workers
+from worker_processes import EVENT_T0
+
+from streamjoin import App
+from streamjoin.broker import Broker
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+PARTITIONS = 2
+KEYS = 40
+
+
+def make_app(suffix: str) -> App:
+    app = App(f"bank-{suffix}")
+    users = app.table(f"users-{suffix}", partitions=PARTITIONS)
+    accounts = app.table(f"accounts-{suffix}", partitions=PARTITIONS)
+
+    @app.join(users, accounts, how="left", into=f"user-accounts-{suffix}")
+    def user_account(user: dict[str, Any], account: dict[str, Any] | None) -> Any:
+        return [user["v"], account and account["v"]]
+
+    return app
+
+
+async def update(bootstrap: str, updates: list[tuple[str, str, int | None]], t0: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for i, (topic, key, value) in enumerate(updates):
+            payload = None if value is None else json.dumps({"v": value}).encode()
+            await producer.send(topic, payload, key=key.encode(), timestamp_ms=t0 + i)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def latest(bootstrap: str, topic: str) -> dict[str, Any]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    out: dict[str, Any] = {}
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        while batch := await consumer.getmany(timeout_ms=500):
+            for records in batch.values():
+                for r in records:
+                    out[r.key.decode()] = None if r.value is None else json.loads(r.value)
+    finally:
+        await consumer.stop()
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def expected(tables: dict[str, dict[str, int]], suffix: str) -> dict[str, Any]:
+    users, accounts = tables[f"users-{suffix}"], tables[f"accounts-{suffix}"]
+    return {k: [v, accounts.get(k)] for k, v in users.items()}
+
+
+def round_of(suffix: str, salt: int) -> list[tuple[str, str, int | None]]:
+    """Updates and deletes on both tables, the same keys again and again."""
+    updates: list[tuple[str, str, int | None]] = []
+    for k in range(KEYS):
+        side = "users" if (k + salt) % 3 else "accounts"
+        value = None if (k * 7 + salt) % 5 == 0 else k * 100 + salt
+        updates.append((f"{side}-{suffix}", f"k{k}", value))
+    return updates
+
+
+async def test_restarts_restore_from_the_table_topics(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    bootstrap = broker.bootstrap
+    app = make_app(unique)
+    topics = [f"users-{unique}", f"accounts-{unique}", f"user-accounts-{unique}"]
+    await ensure_topics(
+        bootstrap,
+        [TopicSpec(t, PARTITIONS, {"cleanup.policy": "compact"}) for t in topics[:2]]
+        + [TopicSpec(topics[2], PARTITIONS)],
+    )
+    tables: dict[str, dict[str, int]] = {topics[0]: {}, topics[1]: {}}
+
+    async def apply(salt: int) -> None:
+        updates = round_of(unique, salt)
+        await update(bootstrap, updates, EVENT_T0 + salt * 1_000)
+        for topic, key, value in updates:
+            if value is None:
+                tables[topic].pop(key, None)
+            else:
+                tables[topic][key] = value
+
+    async def settled() -> None:
+        want = expected(tables, unique)
+        got: dict[str, Any] = {}
+
+        async def check() -> bool:
+            nonlocal got
+            got = await latest(bootstrap, topics[2])
+            return got == want
+
+        for _ in range(60):
+            if await check():
+                return
+            await asyncio.sleep(0.5)
+        assert got == want
+
+    for salt in (1, 2):
+        await apply(salt)
+    first = Running(app, bootstrap, tmp_path / "a")
+    async with workers(first):
+        await first.start()
+        await settled()
+        await first.stop()
+    await apply(3)  # while no worker runs
+    again = Running(app, bootstrap, tmp_path / "a")  # same state: restores from its checkpoint
+    async with workers(again):
+        await again.start()
+        await settled()
+        await apply(4)
+        await settled()
+        await again.stop()
+    await apply(5)
+    fresh = Running(app, bootstrap, tmp_path / "b")  # empty state: restores the whole tables
+    async with workers(fresh):
+        await fresh.start()
+        await until(lambda: bool(fresh.restored), 30, "the tables restored")
+        assert sum(fresh.restored.values()) > 0
+        await settled()
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        names = await admin.list_topics()
+    finally:
+        await admin.close()
+    assert not [n for n in names if n.startswith(f"bank-{unique}-") and "changelog" in n]
