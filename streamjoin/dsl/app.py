@@ -116,9 +116,26 @@ class App:
         value_type: Any = dict,
         key_type: Any = str,
         partitions: int | None = None,
+        versioned: bool = False,
+        history_ms: int | None = None,
     ) -> Table:
-        """A compacted topic read as a table (latest value per key) for stream-table joins."""
-        table = self._register(make_topic(Table, name, value_type, key_type, partitions))
+        """A compacted topic read as a table (latest value per key), for stream-table and
+        table-table joins. `versioned=True` keeps `history_ms` of each key's values, and a
+        stream record joins the value valid at its own timestamp (Kafka Streams' versioned
+        stores, KIP-889/914)."""
+        topic = make_topic(Table, name, value_type, key_type, partitions)
+        if versioned:
+            if isinstance(history_ms, bool) or not isinstance(history_ms, int) or history_ms < 1:
+                raise ConfigurationError(
+                    f"table {name!r}: versioned=True needs history_ms=<positive milliseconds>, "
+                    f"got {history_ms!r}"
+                )
+            topic = Table(
+                name, topic.key_serde, topic.value_serde, value_type, partitions, True, history_ms
+            )
+        elif history_ms is not None:
+            raise ConfigurationError(f"table {name!r}: history_ms applies to versioned=True only")
+        table = self._register(topic)
         assert isinstance(table, Table)
         return table
 
@@ -227,6 +244,11 @@ def _check_join(spec: JoinSpec) -> None:
     if spec.is_table_table:
         if spec.window is not None:
             raise ConfigurationError(f"{where}: a table-table join takes no window")
+        if spec.has_versioned_table:
+            raise ConfigurationError(
+                f"{where}: a versioned table joins a stream (as of the stream record's time); "
+                "join tables declared without versioned=True"
+            )
     elif spec.is_stream_table:
         if spec.how == "outer":
             raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")

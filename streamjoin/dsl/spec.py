@@ -63,12 +63,18 @@ class JoinSpec:
         return isinstance(self.left, Table) and isinstance(self.right, Table)
 
     @property
+    def has_versioned_table(self) -> bool:
+        return any(isinstance(t, Table) and t.versioned for t in (self.left, self.right))
+
+    @property
     def kind(self) -> str:
         """What `describe` and messages call it."""
         if self.is_table_table:
             return "table-table join"
         if self.is_stream_table:
-            return "stream-table join"
+            return "stream-table join" + (
+                " (as of the stream time)" if self.has_versioned_table else ""
+            )
         return "windowed stream-stream join"
 
     @property

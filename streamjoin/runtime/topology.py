@@ -17,14 +17,17 @@ from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import Subtopology
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
+from streamjoin.dsl.topics import Table
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
 from streamjoin.runtime.joins.table_table import TableTableJoin
+from streamjoin.runtime.joins.versioned_table import VersionedTableJoin
 from streamjoin.runtime.joins.windowed import WindowedJoin
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.specs import StoreSpec, TaskSpec
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 
 __all__ = (
@@ -67,6 +70,8 @@ class StoreLookup(Protocol):
 
     def kv(self, name: str) -> KeyValueStore: ...
 
+    def versioned(self, name: str) -> VersionedStore: ...
+
 
 def _names(spec: JoinSpec) -> dict[str, str]:
     return {
@@ -87,7 +92,16 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
             StoreSpec.kv(names["right"], source_topic=spec.right.name),
         )
     if spec.is_stream_table:
-        return (StoreSpec.kv(names["table"], source_topic=spec.right.name),)
+        table = spec.right
+        assert isinstance(table, Table)
+        if table.versioned:
+            assert table.history_ms is not None
+            return (
+                StoreSpec.versioned(
+                    names["table"], history_ms=table.history_ms, source_topic=table.name
+                ),
+            )
+        return (StoreSpec.kv(names["table"], source_topic=table.name),)
     assert spec.window is not None
     # One millisecond more than the window needs: a store drops records at exactly
     # stream time - retention, and a partner may still arrive at that instant.
@@ -103,6 +117,8 @@ def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
     if spec.is_table_table:
         return TableTableJoin(spec, stores.kv(names["left"]), stores.kv(names["right"]))
     if spec.is_stream_table:
+        if spec.has_versioned_table:
+            return VersionedTableJoin(spec, stores.versioned(names["table"]))
         return TableJoin(spec, stores.kv(names["table"]))
     pending = PendingNonMatches(stores.kv(names["pending"])) if spec.how != "inner" else None
     return WindowedJoin(spec, stores.window(names["left"]), stores.window(names["right"]), pending)

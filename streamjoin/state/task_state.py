@@ -29,6 +29,7 @@ from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.store_base import LocalStore
 from streamjoin.state.task_stores import TaskStores
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 
 __all__ = ("RUNNING_ACTIVE_OFFSET_SUM", "TaskPhase", "TaskState")
@@ -131,6 +132,9 @@ class TaskState:
 
     def window(self, name: str) -> WindowStore:
         return self.local.typed(name, WindowStore)
+
+    def versioned(self, name: str) -> VersionedStore:
+        return self.local.typed(name, VersionedStore)
 
     # -- figures for the assignor, the CLI and metrics -----------------------------------------
 

@@ -42,8 +42,9 @@ from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
-from streamjoin.state.specs import StoreKind
 from streamjoin.state.store_base import LocalStore
+from streamjoin.state.task_stores import store_class
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 from streamjoin.testing.memory_changelog import MemoryChangelogProducer
 
@@ -83,7 +84,7 @@ class _Stores:
         partition = task_id.partition
         self.by_name: dict[str, LocalStore] = {}
         for store_spec in store_specs(spec):
-            kind = WindowStore if store_spec.kind is StoreKind.WINDOW else KeyValueStore
+            kind = store_class(store_spec.kind)
             path = directory.store_dir(str(task_id), store_spec.name)
             store = kind(store_spec, path, memory)
             topic = store_topic(app.app_id, store_spec)
@@ -100,6 +101,11 @@ class _Stores:
     def kv(self, name: str) -> KeyValueStore:
         store = self.by_name[name]
         assert isinstance(store, KeyValueStore)
+        return store
+
+    def versioned(self, name: str) -> VersionedStore:
+        store = self.by_name[name]
+        assert isinstance(store, VersionedStore)
         return store
 
 
@@ -339,9 +345,16 @@ class TestDriver:
         return store
 
     def key_value_store(self, join: str, name: str, partition: int = 0) -> KeyValueStore:
-        """A join's key-value store: "table" (stream-table) or "pending" (left/outer)."""
+        """A join's key-value store: "table" (stream-table), "left"/"right" (table-table) or
+        "pending" (left/outer stream-stream)."""
         store = self._store(join, name, partition)
         assert isinstance(store, KeyValueStore)
+        return store
+
+    def versioned_store(self, join: str, partition: int = 0) -> VersionedStore:
+        """A stream-table join's versioned table store, to read `versions` from."""
+        store = self._store(join, "table", partition)
+        assert isinstance(store, VersionedStore)
         return store
 
     def close(self) -> None:
