@@ -25,3 +25,16 @@ def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
     assert runnable_join(app, "b").name == "b"
     app.join(app.topic("x"), app.topic("y").filter(bool), window=JoinWindows.of(1), into="z")(max)
     assert runnable_join(app, "max").right_steps
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_joins_with_tables_are_refused_in_one_line(versioned: bool) -> None:
+    app = App("bank")
+    users, accounts = app.table("users"), app.table("accounts")
+    app.join(users, accounts, into="pairs", name="pairs")(max)
+    history = {"versioned": True, "history_ms": 1_000} if versioned else {}
+    app.join(app.topic("trades"), app.table("prices", **history), into="priced", name="price")(max)
+    with pytest.raises(ConfigurationError, match="join 'pairs' is a table-table join: Spark"):
+        runnable_join(app, "pairs")
+    with pytest.raises(ConfigurationError, match="join 'price' is a stream-table join.*not joins"):
+        runnable_join(app, "price")

@@ -147,3 +147,54 @@ async def test_restarts_restore_from_the_table_topics(
     finally:
         await admin.close()
     assert not [n for n in names if n.startswith(f"bank-{unique}-") and "changelog" in n]
+
+
+async def test_a_versioned_table_restored_on_a_new_worker_joins_as_of_the_trade_time(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    bootstrap = broker.bootstrap
+    app = App(f"market-{unique}")
+    trades = app.topic(f"trades-{unique}", partitions=PARTITIONS)
+    prices = app.table(f"prices-{unique}", partitions=PARTITIONS, versioned=True, history_ms=60_000)
+    out = f"priced-{unique}"
+
+    @app.join(trades, prices, how="left", into=out)
+    def price(trade: dict[str, Any], price: dict[str, Any] | None) -> Any:
+        return [trade["v"], price and price["v"]]
+
+    await ensure_topics(
+        bootstrap,
+        [
+            TopicSpec(trades.name, PARTITIONS),
+            TopicSpec(prices.name, PARTITIONS, {"cleanup.policy": "compact"}),
+            TopicSpec(out, PARTITIONS),
+        ],
+    )
+    t0 = EVENT_T0
+    # X is 1 from t0, 3 from t0+20s; the 2 from t0+10s arrives last, out of order
+    await update(bootstrap, [(prices.name, "X", 1)], t0)
+    await update(bootstrap, [(prices.name, "X", 3)], t0 + 20_000)
+    await update(bootstrap, [(prices.name, "X", 2)], t0 + 10_000)
+    first = Running(app, bootstrap, tmp_path / "a")
+    async with workers(first):
+        await first.start()
+        await update(bootstrap, [(trades.name, "X", 100)], t0 + 15_000)
+        await until_output(bootstrap, out, {"X": [100, 2]})
+        await first.stop()
+    fresh = Running(app, bootstrap, tmp_path / "b")  # restores every version from the topic
+    async with workers(fresh):
+        await fresh.start()
+        await update(bootstrap, [(trades.name, "X", 200)], t0 + 5_000)
+        await until_output(bootstrap, out, {"X": [200, 1]})
+        await update(bootstrap, [(trades.name, "X", 300)], t0 + 25_000)
+        await until_output(bootstrap, out, {"X": [300, 3]})
+
+
+async def until_output(bootstrap: str, topic: str, want: dict[str, Any]) -> None:
+    got: dict[str, Any] = {}
+    for _ in range(60):
+        got = await latest(bootstrap, topic)
+        if got == want:
+            return
+        await asyncio.sleep(0.5)
+    assert got == want
