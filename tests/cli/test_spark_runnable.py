@@ -36,5 +36,5 @@ def test_joins_with_tables_are_refused_in_one_line(versioned: bool) -> None:
     app.join(app.topic("trades"), app.table("prices", **history), into="priced", name="price")(max)
     with pytest.raises(ConfigurationError, match="join 'pairs' is a table-table join: Spark"):
         runnable_join(app, "pairs")
-    with pytest.raises(ConfigurationError, match="join 'price' is a stream-table join.*not joins"):
+    with pytest.raises(ConfigurationError, match=r"join .price. is a stream-table join.*not joins"):
         runnable_join(app, "price")
