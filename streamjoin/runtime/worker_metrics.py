@@ -87,6 +87,18 @@ def register_worker_metrics(
         per_join("late_dropped"),
     )
     registry.register(
+        "join_retracted_total",
+        "counter",
+        "Tombstones a table-table join emitted for results that stopped existing",
+        per_join("retracted"),
+    )
+    registry.register(
+        "join_too_old_total",
+        "counter",
+        "Stream records older than the history of the versioned table they join",
+        per_join("too_old"),
+    )
+    registry.register(
         "dead_letters_total",
         "counter",
         "Bad records sent to the dead-letter topic",
