@@ -73,7 +73,7 @@ class JoinSpec:
             return "table-table join"
         if self.is_stream_table:
             return "stream-table join" + (
-                " (as of the stream time)" if self.has_versioned_table else ""
+                " as of each record's time" if self.has_versioned_table else ""
             )
         return "windowed stream-stream join"
 

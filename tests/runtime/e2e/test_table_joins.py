@@ -25,8 +25,8 @@ PARTITIONS = 2
 KEYS = 40
 
 
-def make_app(suffix: str) -> App:
-    app = App(f"bank-{suffix}")
+def make_app(suffix: str, **settings: Any) -> App:
+    app = App(f"bank-{suffix}", **settings)
     users = app.table(f"users-{suffix}", partitions=PARTITIONS)
     accounts = app.table(f"accounts-{suffix}", partitions=PARTITIONS)
 
@@ -81,72 +81,93 @@ def round_of(suffix: str, salt: int) -> list[tuple[str, str, int | None]]:
     return updates
 
 
+class Bank:
+    """The bank app's topics on the broker, the updates sent so far and the tables they make."""
+
+    def __init__(self, bootstrap: str, suffix: str, **settings: Any) -> None:
+        self.bootstrap, self.suffix = bootstrap, suffix
+        self.app = make_app(suffix, **settings)
+        self.topics = [f"users-{suffix}", f"accounts-{suffix}", f"user-accounts-{suffix}"]
+        self.tables: dict[str, dict[str, int]] = {self.topics[0]: {}, self.topics[1]: {}}
+
+    async def create(self) -> None:
+        compacted = {"cleanup.policy": "compact"}
+        await ensure_topics(
+            self.bootstrap,
+            [TopicSpec(t, PARTITIONS, compacted) for t in self.topics[:2]]
+            + [TopicSpec(self.topics[2], PARTITIONS)],
+        )
+
+    async def apply(self, salt: int) -> None:
+        updates = round_of(self.suffix, salt)
+        await update(self.bootstrap, updates, EVENT_T0 + salt * 1_000)
+        for topic, key, value in updates:
+            if value is None:
+                self.tables[topic].pop(key, None)
+            else:
+                self.tables[topic][key] = value
+
+    async def settled(self) -> None:
+        await until_output(self.bootstrap, self.topics[2], expected(self.tables, self.suffix))
+
+
 async def test_restarts_restore_from_the_table_topics(
     broker: Broker, unique: str, tmp_path: Path
 ) -> None:
-    bootstrap = broker.bootstrap
-    app = make_app(unique)
-    topics = [f"users-{unique}", f"accounts-{unique}", f"user-accounts-{unique}"]
-    await ensure_topics(
-        bootstrap,
-        [TopicSpec(t, PARTITIONS, {"cleanup.policy": "compact"}) for t in topics[:2]]
-        + [TopicSpec(topics[2], PARTITIONS)],
-    )
-    tables: dict[str, dict[str, int]] = {topics[0]: {}, topics[1]: {}}
-
-    async def apply(salt: int) -> None:
-        updates = round_of(unique, salt)
-        await update(bootstrap, updates, EVENT_T0 + salt * 1_000)
-        for topic, key, value in updates:
-            if value is None:
-                tables[topic].pop(key, None)
-            else:
-                tables[topic][key] = value
-
-    async def settled() -> None:
-        want = expected(tables, unique)
-        got: dict[str, Any] = {}
-
-        async def check() -> bool:
-            nonlocal got
-            got = await latest(bootstrap, topics[2])
-            return got == want
-
-        for _ in range(60):
-            if await check():
-                return
-            await asyncio.sleep(0.5)
-        assert got == want
-
+    bank = Bank(broker.bootstrap, unique)
+    await bank.create()
     for salt in (1, 2):
-        await apply(salt)
-    first = Running(app, bootstrap, tmp_path / "a")
+        await bank.apply(salt)
+    first = Running(bank.app, broker.bootstrap, tmp_path / "a")
     async with workers(first):
         await first.start()
-        await settled()
+        await bank.settled()
         await first.stop()
-    await apply(3)  # while no worker runs
-    again = Running(app, bootstrap, tmp_path / "a")  # same state: restores from its checkpoint
+    await bank.apply(3)  # while no worker runs
+    again = Running(bank.app, broker.bootstrap, tmp_path / "a")  # same state: from its checkpoint
     async with workers(again):
         await again.start()
-        await settled()
-        await apply(4)
-        await settled()
+        await bank.settled()
+        await bank.apply(4)
+        await bank.settled()
         await again.stop()
-    await apply(5)
-    fresh = Running(app, bootstrap, tmp_path / "b")  # empty state: restores the whole tables
+    await bank.apply(5)
+    fresh = Running(bank.app, broker.bootstrap, tmp_path / "b")  # empty state: the whole tables
     async with workers(fresh):
         await fresh.start()
         await until(lambda: bool(fresh.restored), 30, "the tables restored")
         assert sum(fresh.restored.values()) > 0
-        await settled()
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await bank.settled()
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
     await admin.start()
     try:
         names = await admin.list_topics()
     finally:
         await admin.close()
     assert not [n for n in names if n.startswith(f"bank-{unique}-") and "changelog" in n]
+
+
+async def test_scale_out_and_in_during_updates(broker: Broker, unique: str, tmp_path: Path) -> None:
+    """A second worker learns a task's tables from their topics while the first keeps
+    processing, takes it over, and a standby lets the last one take everything back."""
+    bank = Bank(broker.bootstrap, unique, acceptable_recovery_lag=0, num_standby_replicas=1)
+    await bank.create()
+    await bank.apply(1)
+    first = Running(bank.app, broker.bootstrap, tmp_path / "a")
+    second = Running(bank.app, broker.bootstrap, tmp_path / "b")
+    async with workers(first, second):
+        await first.start()
+        await bank.settled()
+        await second.start()
+        for salt in range(2, 6):  # during the rebalance and the hand-off
+            await bank.apply(salt)
+            await asyncio.sleep(0.5)
+        await until(lambda: bool(second.running_tasks()), 60, "a task handed over")
+        await bank.settled()
+        await first.stop()  # scale in: the second takes every task back
+        await bank.apply(6)
+        await until(lambda: len(second.running_tasks()) == PARTITIONS, 60, "all tasks on one")
+        await bank.settled()
 
 
 async def test_a_versioned_table_restored_on_a_new_worker_joins_as_of_the_trade_time(

@@ -196,3 +196,10 @@ def test_a_delete_replayed_after_a_restore_that_applied_it_still_retracts(
     assert fresh == []
     left.close()
     right.close()
+
+
+def test_a_keyless_table_record_is_a_bad_record() -> None:
+    with make("outer") as driver:
+        driver.pipe("users", {"name": "ann"}, key=None, timestamp=1)
+        assert outputs(driver) == []
+        assert len(driver.dead_letters()) == 1
