@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from streamjoin.dsl.fields import FieldMapping
+from streamjoin.dsl.foreign_key import foreign_key_specs
 from streamjoin.dsl.inputs import InputResolver
 from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartition
 from streamjoin.dsl.topics import Stream, Table, Topic, make_topic
@@ -158,11 +159,13 @@ class App:
         window: JoinWindows | None = None,
         how: JoinKind = "inner",
         name: str | None = None,
+        foreign_key: Callable[[Any], Any] | None = None,
     ) -> Callable[[Joiner], Joiner]:
         """Declare a join; the decorated function builds each output value from
         (left_value, right_value), either of which is None for a left/outer non-match.
         Either input may be a stream (`topic.filter(...)`, `.map_values(...)`, `.key_by(...)`);
-        `into` may be the input of another join of this app."""
+        `into` may be the input of another join of this app. `foreign_key` (two tables): the
+        right table's key as a function of the left value (a foreign-key join, KIP-213)."""
 
         def register(joiner: Joiner) -> Joiner:
             join_name = name or str(getattr(joiner, "__name__", ""))
@@ -182,6 +185,17 @@ class App:
                     f"join {join_name!r}: into= takes a topic name or an app.topic()"
                 )
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
+            if foreign_key is not None:
+                self._register_foreign_key(
+                    join_name,
+                    left=left,
+                    right=right,
+                    how=how,
+                    into=output,
+                    joiner=joiner,
+                    extract=foreign_key,
+                )
+                return joiner
             with self._inputs.undone_on_error():
                 left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
                 right_topic, right_steps = self._inputs.resolve(right, join_name, "right")
@@ -201,6 +215,55 @@ class App:
             return joiner
 
         return register
+
+    def _register_foreign_key(
+        self,
+        name: str,
+        *,
+        left: Topic | Stream,
+        right: Topic | Stream,
+        how: JoinKind,
+        into: Topic,
+        joiner: Joiner,
+        extract: Callable[[Any], Any],
+    ) -> None:
+        if not isinstance(left, Topic) or not isinstance(right, Topic):
+            raise ConfigurationError(
+                f"join {name!r}: a foreign-key join joins two tables (app.table) without steps"
+            )
+        specs = foreign_key_specs(
+            self.app_id,
+            name,
+            left=left,
+            right=right,
+            how=how,
+            into=into,
+            joiner=joiner,
+            extract=extract,
+        )
+        for spec in specs:
+            if spec.name in self._joins:
+                raise ConfigurationError(
+                    f"join {spec.name!r} is declared twice; give one of them name=..."
+                )
+            if spec.into.name in spec.input_topics:
+                raise ConfigurationError(
+                    f"join {name!r}: the output topic {spec.into.name!r} is also an input"
+                )
+        for spec in specs:
+            self._joins[spec.name] = spec
+
+    @property
+    def foreign_key_topics(self) -> dict[str, str]:
+        """Subscription and response topics of the foreign-key joins -> the table whose
+        partition count they take (the right table's, the left table's)."""
+        copies = {}
+        for spec in self._joins.values():
+            fk = spec.foreign_key
+            if fk is not None and fk.side == "left":
+                copies[fk.subscription.name] = fk.right_table.name
+                copies[fk.response.name] = fk.left_table.name
+        return copies
 
 
 def _check_memory(settings: AppSettings) -> None:

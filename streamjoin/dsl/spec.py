@@ -11,13 +11,39 @@ from streamjoin.dsl.steps import KeyBy, MapValues, Step
 from streamjoin.dsl.topics import Table, Topic
 from streamjoin.dsl.windows import JoinWindows
 
-__all__ = ("JOIN_KINDS", "JoinKind", "JoinSpec", "Joiner", "Repartition", "repartition_topic")
+__all__ = (
+    "JOIN_KINDS",
+    "ForeignKey",
+    "JoinKind",
+    "JoinSpec",
+    "Joiner",
+    "Repartition",
+    "repartition_topic",
+)
 
 JoinKind = Literal["inner", "left", "outer"]
 JOIN_KINDS: tuple[JoinKind, ...] = ("inner", "left", "outer")
 
 Joiner = Callable[[Any, Any], Any]
 """Builds the output value from the left and right values (None for a missing side)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignKey:
+    """A foreign-key join (KIP-213) runs as two sub-topologies, each a JoinSpec carrying this:
+    the left one ("<join>") reads the left table and the response topic and writes the output
+    and the subscription topic; the right one ("<join>-fk") reads the subscription topic and
+    the right table and writes the response topic."""
+
+    extract: Callable[[Any], Any]
+    """The left value's foreign key: the right table's key (None: no foreign key)."""
+    left_table: Table
+    right_table: Table
+    subscription: Topic
+    """Keyed by foreign key, partitioned as the right table."""
+    response: Topic
+    """Keyed by left key, partitioned as the left table."""
+    side: Literal["left", "right"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +65,7 @@ class JoinSpec:
     window: JoinWindows | None = None
     left_steps: tuple[Step, ...] = ()
     right_steps: tuple[Step, ...] = ()
+    foreign_key: ForeignKey | None = None
 
     @property
     def left_value_serde(self) -> Serde:
@@ -67,8 +94,15 @@ class JoinSpec:
         return any(isinstance(t, Table) and t.versioned for t in (self.left, self.right))
 
     @property
+    def emits_table(self) -> bool:
+        """Its output is a table: a result that stops existing becomes a tombstone."""
+        return self.is_table_table or self.foreign_key is not None
+
+    @property
     def kind(self) -> str:
         """What `describe` and messages call it."""
+        if self.foreign_key is not None:
+            return f"foreign-key join ({self.foreign_key.side} side)"
         if self.is_table_table:
             return "table-table join"
         if self.is_stream_table:

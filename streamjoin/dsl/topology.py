@@ -136,6 +136,7 @@ def compile_topology(
     writers = _producers(app)
     by_output = {spec.into.name: spec for spec in joins}
     repartition_of = {r.topic.name: r for r in repartitions}
+    copies = app.foreign_key_topics
     readers: dict[str, list[tuple[JoinSpec, int]]] = {}
     for spec in joins:
         for index, topic in enumerate(spec.input_topics):
@@ -150,6 +151,8 @@ def compile_topology(
         return counts[topic]
 
     def _count(topic: str) -> int | None:
+        if topic in copies:  # a foreign-key join's internal topic: as its table
+            return count(copies[topic])
         if topic in repartition_of:
             return repartition_count(repartition_of[topic])
         if topic in existing:

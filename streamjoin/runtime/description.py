@@ -52,6 +52,18 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
                 }
             )
         subtopologies.append({"id": index, "name": name, "tasks": topology.tasks[name], **entry})
+    for spec in topology.joins:
+        fk = spec.foreign_key
+        if fk is not None and fk.side == "left":
+            for topic, what in ((fk.subscription, "subscription"), (fk.response, "response")):
+                internal.append(
+                    {
+                        "topic": topic.name,
+                        "kind": what,
+                        "partitions": count(topic.name),
+                        "of": f"foreign-key join {spec.name!r}",
+                    }
+                )
     internal.append(
         {
             "topic": dead_letter_topic(app.app_id),

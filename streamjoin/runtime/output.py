@@ -35,7 +35,7 @@ class OutputWriter:
         self._topic = spec.into.name
         self._partition = partition
         self._sink = sink
-        self._tombstones = spec.is_table_table
+        self._tombstones = spec.emits_table
         """A table join's output is a table: a result that stops existing becomes a tombstone."""
         self._left_source = f"{spec.left.name}:{partition}:".encode()
         self._right_source = f"{spec.right.name}:{partition}:".encode()

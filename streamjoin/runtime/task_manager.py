@@ -315,7 +315,7 @@ class TaskManager(RebalanceListener):
                 self.app.app_id,
                 spec,
                 task_id,
-                build_processor(spec, state),
+                build_processor(spec, state, self._sink),
                 self._sink,
                 on_error=settings.on_error,
                 max_idle_ms=settings.max_task_idle_ms,

@@ -19,12 +19,14 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.dsl.topics import Table
 from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft, ForeignKeyRight
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
 from streamjoin.runtime.joins.table_table import TableTableJoin
 from streamjoin.runtime.joins.versioned_table import VersionedTableJoin
 from streamjoin.runtime.joins.windowed import WindowedJoin
+from streamjoin.runtime.sink import RecordSink
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.specs import StoreSpec, TaskSpec
 from streamjoin.state.versioned_store import VersionedStore
@@ -79,6 +81,7 @@ def _names(spec: JoinSpec) -> dict[str, str]:
         "right": f"{spec.name}-right",
         "pending": f"{spec.name}-pending",
         "table": f"{spec.name}-table",
+        "subscriptions": f"{spec.name}-subscriptions",
     }
 
 
@@ -86,6 +89,14 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     """The stores a task of `spec` keeps; their names start with the join's name, so the
     changelog topics of different joins never collide."""
     names = _names(spec)
+    fk = spec.foreign_key
+    if fk is not None:
+        if fk.side == "left":
+            return (StoreSpec.kv(names["left"], source_topic=fk.left_table.name),)
+        return (
+            StoreSpec.kv(names["right"], source_topic=fk.right_table.name),
+            StoreSpec.kv(names["subscriptions"]),
+        )
     if spec.is_table_table:  # each side's table, restored from its own topic
         return (
             StoreSpec.kv(names["left"], source_topic=spec.left.name),
@@ -112,8 +123,16 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     return tuple(stores)
 
 
-def build_processor(spec: JoinSpec, stores: StoreLookup) -> JoinProcessor:
+def build_processor(spec: JoinSpec, stores: StoreLookup, sink: RecordSink) -> JoinProcessor:
+    """`sink`: where a foreign-key join's halves send their subscriptions and responses."""
     names = _names(spec)
+    fk = spec.foreign_key
+    if fk is not None:
+        if fk.side == "left":
+            return ForeignKeyLeft(spec, stores.kv(names["left"]), sink)
+        return ForeignKeyRight(
+            spec, stores.kv(names["right"]), stores.kv(names["subscriptions"]), sink
+        )
     if spec.is_table_table:
         return TableTableJoin(spec, stores.kv(names["left"]), stores.kv(names["right"]))
     if spec.is_stream_table:

@@ -151,6 +151,7 @@ class TestDriver:
         for repartition in self.topology.repartitions:
             self._readers[repartition.source.name].append(repartition)
         written = [s.into.name for s in app.joins] + [r.topic.name for r in app.repartitions]
+        written += list(app.foreign_key_topics)
         self._internal = [t for t in written if t in self._readers]
         """Topics the app both writes and reads: what lands there is processed in turn."""
         self.changelogs = MemoryChangelogProducer()
@@ -208,7 +209,7 @@ class TestDriver:
                 self.app.app_id,
                 spec,
                 task_id,
-                build_processor(spec, stores),
+                build_processor(spec, stores, self._sink),
                 self._sink,
                 on_error=self.app.settings.on_error,
                 max_future_ms=self.app.settings.max_future_ms,

@@ -22,6 +22,8 @@ class JoinCounters:
     """Table-table joins: tombstones emitted for results that stopped existing."""
     too_old: int = 0
     """Joins with a versioned table: stream records older than the table's history."""
+    stale: int = 0
+    """Foreign-key joins: responses discarded because the left value changed since."""
 
     def add(self, other: JoinCounters) -> None:
         self.matched += other.matched
@@ -30,3 +32,4 @@ class JoinCounters:
         self.skipped += other.skipped
         self.retracted += other.retracted
         self.too_old += other.too_old
+        self.stale += other.stale
