@@ -27,6 +27,7 @@ COMPILED = [
     "streamjoin/kafka/partitioning.py",
     "streamjoin/runtime/admission.py",
     "streamjoin/runtime/joins/counters.py",
+    "streamjoin/runtime/joins/foreign_key.py",
     "streamjoin/runtime/joins/pending.py",
     "streamjoin/runtime/joins/records.py",
     "streamjoin/runtime/joins/table_table.py",

@@ -99,6 +99,12 @@ def register_worker_metrics(
         per_join("too_old"),
     )
     registry.register(
+        "join_stale_total",
+        "counter",
+        "Foreign-key join responses discarded: the left value changed since",
+        per_join("stale"),
+    )
+    registry.register(
         "dead_letters_total",
         "counter",
         "Bad records sent to the dead-letter topic",

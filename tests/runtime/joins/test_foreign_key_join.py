@@ -12,7 +12,9 @@ import pytest
 
 from streamjoin import App
 from streamjoin.dsl.spec import JoinKind
+from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
+from streamjoin.runtime.description import describe_topology
 from streamjoin.testing import TestDriver
 
 
@@ -129,9 +131,6 @@ def test_foreign_key_joins_refuse_what_they_cannot_run() -> None:
 
 
 def test_describe_shows_both_sub_topologies_and_the_internal_topics() -> None:
-    from streamjoin.dsl.topology import compile_topology  # noqa: PLC0415
-    from streamjoin.runtime.description import describe_topology  # noqa: PLC0415
-
     with make("left") as driver:
         described = describe_topology(compile_topology(driver.app, {"orders": 3, "customers": 2}))
     subs = {s["name"]: s for s in described["subtopologies"]}
