@@ -28,8 +28,11 @@ COMPILED = [
     "streamjoin/runtime/admission.py",
     "streamjoin/runtime/joins/counters.py",
     "streamjoin/runtime/joins/global_table.py",
+    "streamjoin/runtime/joins/foreign_key.py",
     "streamjoin/runtime/joins/pending.py",
     "streamjoin/runtime/joins/records.py",
+    "streamjoin/runtime/joins/table_table.py",
+    "streamjoin/runtime/joins/versioned_table.py",
     "streamjoin/runtime/joins/windowed.py",
     "streamjoin/runtime/ordering.py",
     "streamjoin/runtime/output.py",
@@ -42,6 +45,8 @@ COMPILED = [
     "streamjoin/state/recent_records.py",
     "streamjoin/state/segments.py",
     "streamjoin/state/store_base.py",
+    "streamjoin/state/table_values.py",
+    "streamjoin/state/versioned_store.py",
     "streamjoin/state/window_store.py",
 ]
 

@@ -90,9 +90,10 @@ def render(description: dict[str, Any]) -> str:
                     f"{processor['lookup']}"
                 )
             for store in processor["stores"]:
+                source = " (the table's own topic)" if store["source_topic"] else ""
                 lines.append(
                     f"      store: {store['name']} ({store['kind']}), "
-                    f"changelog {store['changelog']}"
+                    f"changelog {store['changelog']}{source}"
                 )
         else:
             for step in processor["steps"]:

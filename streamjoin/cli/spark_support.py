@@ -155,12 +155,14 @@ def load_join(reference: str, app_dir: Path, join: str) -> tuple[App, JoinSpec]:
 def runnable_join(app: App, name: str) -> JoinSpec:
     """The join `name`, if Spark can run it: filter/map_values run there as in the worker, and
     a join reading another join's output reads that topic; not yet a join that reads through
-    a key_by (Spark would shuffle instead of reading the repartition topic)."""
+    a key_by (Spark would shuffle instead of reading the repartition topic), nor a join with a
+    table."""
     spec = app.get_join(name)
-    if spec.is_global:
+    if spec.window is None:
         raise ConfigurationError(
-            f"join {name!r} is a global-table join; Spark backfill/audit run windowed "
-            "stream-stream joins only (run global-table joins with `streamjoin worker`)"
+            f"join {name!r} is a {spec.kind}: Spark backfill/audit run windowed stream-stream "
+            "joins only, not joins with tables; recompute it with `streamjoin worker` under a "
+            "new app id reading the same topics from their beginning"
         )
     rekeyed = {r.topic.name: r for r in app.repartitions}
     for side, topic in (("left", spec.left), ("right", spec.right)):

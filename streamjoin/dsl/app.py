@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from streamjoin.dsl.fields import FieldMapping
+from streamjoin.dsl.foreign_key import foreign_key_specs
 from streamjoin.dsl.inputs import InputResolver
 from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartition
 from streamjoin.dsl.steps import KeyBy
@@ -123,9 +124,26 @@ class App:
         value_type: Any = dict,
         key_type: Any = str,
         partitions: int | None = None,
+        versioned: bool = False,
+        history_ms: int | None = None,
     ) -> Table:
-        """A compacted topic read as a table (latest value per key) for stream-table joins."""
-        table = self._register(make_topic(Table, name, value_type, key_type, partitions))
+        """A compacted topic read as a table (latest value per key), for stream-table and
+        table-table joins. `versioned=True` keeps `history_ms` of each key's values, and a
+        stream record joins the value valid at its own timestamp (Kafka Streams' versioned
+        stores, KIP-889/914)."""
+        topic = make_topic(Table, name, value_type, key_type, partitions)
+        if versioned:
+            if isinstance(history_ms, bool) or not isinstance(history_ms, int) or history_ms < 1:
+                raise ConfigurationError(
+                    f"table {name!r}: versioned=True needs history_ms=<positive milliseconds>, "
+                    f"got {history_ms!r}"
+                )
+            topic = Table(
+                name, topic.key_serde, topic.value_serde, value_type, partitions, True, history_ms
+            )
+        elif history_ms is not None:
+            raise ConfigurationError(f"table {name!r}: history_ms applies to versioned=True only")
+        table = self._register(topic)
         assert isinstance(table, Table)
         return table
 
@@ -163,12 +181,15 @@ class App:
         how: JoinKind = "inner",
         name: str | None = None,
         key: Callable[[Any], Any] | str | None = None,
+        foreign_key: Callable[[Any], Any] | None = None,
     ) -> Callable[[Joiner], Joiner]:
         """Declare a join; the decorated function builds each output value from
         (left_value, right_value), either of which is None for a left/outer non-match.
         Either input may be a stream (`topic.filter(...)`, `.map_values(...)`, `.key_by(...)`);
         `into` may be the input of another join of this app. With a global table on the right,
-        `key` (a function of the left value, or its field name) gives the table key to look up."""
+        `key` (a function of the left value, or its field name) gives the table key to look up.
+        `foreign_key` (two tables): the right table's key as a function of the left value (a
+        foreign-key join, KIP-213)."""
 
         def register(joiner: Joiner) -> Joiner:
             join_name = name or str(getattr(joiner, "__name__", ""))
@@ -189,6 +210,17 @@ class App:
                 )
             lookup = _lookup(join_name, left, right, key)
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
+            if foreign_key is not None:
+                self._register_foreign_key(
+                    join_name,
+                    left=left,
+                    right=right,
+                    how=how,
+                    into=output,
+                    joiner=joiner,
+                    extract=foreign_key,
+                )
+                return joiner
             with self._inputs.undone_on_error():
                 left_topic, left_steps = self._inputs.resolve(left, join_name, "left")
                 right_topic, right_steps = self._inputs.resolve(right, join_name, "right")
@@ -209,6 +241,55 @@ class App:
             return joiner
 
         return register
+
+    def _register_foreign_key(
+        self,
+        name: str,
+        *,
+        left: Topic | Stream,
+        right: Topic | Stream,
+        how: JoinKind,
+        into: Topic,
+        joiner: Joiner,
+        extract: Callable[[Any], Any],
+    ) -> None:
+        if not isinstance(left, Topic) or not isinstance(right, Topic):
+            raise ConfigurationError(
+                f"join {name!r}: a foreign-key join joins two tables (app.table) without steps"
+            )
+        specs = foreign_key_specs(
+            self.app_id,
+            name,
+            left=left,
+            right=right,
+            how=how,
+            into=into,
+            joiner=joiner,
+            extract=extract,
+        )
+        for spec in specs:
+            if spec.name in self._joins:
+                raise ConfigurationError(
+                    f"join {spec.name!r} is declared twice; give one of them name=..."
+                )
+            if spec.into.name in spec.input_topics:
+                raise ConfigurationError(
+                    f"join {name!r}: the output topic {spec.into.name!r} is also an input"
+                )
+        for spec in specs:
+            self._joins[spec.name] = spec
+
+    @property
+    def foreign_key_topics(self) -> dict[str, str]:
+        """Subscription and response topics of the foreign-key joins -> the table whose
+        partition count they take (the right table's, the left table's)."""
+        copies = {}
+        for spec in self._joins.values():
+            fk = spec.foreign_key
+            if fk is not None and fk.side == "left":
+                copies[fk.subscription.name] = fk.right_table.name
+                copies[fk.response.name] = fk.left_table.name
+        return copies
 
 
 def _lookup(
@@ -275,9 +356,10 @@ def _check_join(spec: JoinSpec) -> None:
             raise ConfigurationError(
                 f"{where}: the {side} side must come from app.topic() or app.table()"
             )
-    if isinstance(spec.left, Table):
+    if isinstance(spec.left, Table) and not isinstance(spec.right, Table):
         raise ConfigurationError(
-            f"{where}: the left side must be a stream (app.topic), not a table"
+            f"{where}: the left side must be a stream (app.topic) when the right is one; "
+            "a table on the left joins only a table"
         )
     if spec.how not in JOIN_KINDS:
         raise ConfigurationError(f"{where}: how={spec.how!r}; use one of {', '.join(JOIN_KINDS)}")
@@ -286,6 +368,14 @@ def _check_join(spec: JoinSpec) -> None:
             raise ConfigurationError(f"{where}: a global-table join is inner or left, not outer")
         if spec.window is not None:
             raise ConfigurationError(f"{where}: a global-table join takes no window")
+    elif spec.is_table_table:
+        if spec.window is not None:
+            raise ConfigurationError(f"{where}: a table-table join takes no window")
+        if spec.has_versioned_table:
+            raise ConfigurationError(
+                f"{where}: a versioned table joins a stream (as of the stream record's time); "
+                "join tables declared without versioned=True"
+            )
     elif spec.is_stream_table:
         if spec.how == "outer":
             raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")

@@ -83,7 +83,12 @@ class Topic(_Composable):
 
 @dataclass(frozen=True, slots=True)
 class Table(Topic):
-    """A compacted topic read as a table: the latest value per key, materialised in a store."""
+    """A compacted topic read as a table: the latest value per key, materialised in a store.
+    Versioned: every value of a key for `history_ms` behind the latest timestamp, so that a
+    stream record joins the value valid at its own timestamp."""
+
+    versioned: bool = field(default=False, compare=False)
+    history_ms: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,6 +145,7 @@ def compile_topology(
     writers = _producers(app)
     by_output = {spec.into.name: spec for spec in joins}
     repartition_of = {r.topic.name: r for r in repartitions}
+    copies = app.foreign_key_topics
     readers: dict[str, list[tuple[JoinSpec, int]]] = {}
     for spec in joins:
         for index, topic in enumerate(spec.input_topics):
@@ -159,6 +160,8 @@ def compile_topology(
         return counts[topic]
 
     def _count(topic: str) -> int | None:
+        if topic in copies:  # a foreign-key join's internal topic: as its table
+            return count(copies[topic])
         if topic in repartition_of:
             return repartition_count(repartition_of[topic])
         if topic in existing:
@@ -210,15 +213,23 @@ def compile_topology(
             )
         tasks[repartition.subtopology] = count(repartition.source.name)
         count(repartition.topic.name)
-    for topic, declared in _declared_counts(app).items():
-        actual = existing.get(topic)
-        if actual is not None and topic not in repartition_of and actual != declared:
-            problems.append(
-                f"topic {topic!r} is declared with {declared} partitions but has {actual}"
-            )
+    problems += _declared_mismatches(app, existing, repartition_of)
     if problems:
         raise ConfigurationError("; ".join(dict.fromkeys(problems)))
     return Topology(app, joins, repartitions, counts, tasks)
+
+
+def _declared_mismatches(
+    app: App, existing: Mapping[str, int], internal: Mapping[str, Repartition]
+) -> list[str]:
+    """Declared partition counts that the existing topics contradict."""
+    return [
+        f"topic {topic!r} is declared with {declared} partitions but has {actual}"
+        for topic, declared in _declared_counts(app).items()
+        if (actual := existing.get(topic)) is not None
+        and topic not in internal
+        and actual != declared
+    ]
 
 
 def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartition]) -> list[str]:

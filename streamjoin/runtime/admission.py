@@ -72,9 +72,9 @@ class Admission:
     def __init__(self, spec: JoinSpec, *, max_future_ms: int, max_record_bytes: int) -> None:
         self.max_future_ms: Final = max_future_ms
         self.max_record_bytes: Final = max_record_bytes
-        stream_stream = not spec.is_stream_table and not spec.is_global
+        stream_stream = not spec.is_stream_table and not spec.emits_table and not spec.is_global
         self._keyless_joins: Final = (
-            spec.how in ("left", "outer") and not spec.is_global,
+            spec.how in ("left", "outer") and not spec.emits_table and not spec.is_global,
             spec.how == "outer" and stream_stream,
         )
 

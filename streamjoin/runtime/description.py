@@ -12,7 +12,7 @@ from streamjoin.dsl.steps import Step
 from streamjoin.dsl.topology import Topology
 from streamjoin.runtime.dead_letters import dead_letter_topic
 from streamjoin.runtime.topology import AppTopology, store_specs
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 
 __all__ = ("describe_topology",)
 
@@ -30,6 +30,8 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
         if spec is not None:
             entry = _join(spec, topology)
             for store in entry["processor"]["stores"]:
+                if store["source_topic"]:
+                    continue  # a table's store restores from the table's own topic
                 internal.append(
                     {
                         "topic": store["changelog"],
@@ -50,6 +52,18 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
                 }
             )
         subtopologies.append({"id": index, "name": name, "tasks": topology.tasks[name], **entry})
+    for spec in topology.joins:
+        fk = spec.foreign_key
+        if fk is not None and fk.side == "left":
+            for topic, what in ((fk.subscription, "subscription"), (fk.response, "response")):
+                internal.append(
+                    {
+                        "topic": topic.name,
+                        "kind": what,
+                        "partitions": count(topic.name),
+                        "of": f"foreign-key join {spec.name!r}",
+                    }
+                )
     internal.append(
         {
             "topic": dead_letter_topic(app.app_id),
@@ -107,7 +121,7 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
     ]
     window = spec.window
     processor: dict[str, Any] = {
-        "kind": _kind(spec),
+        "kind": spec.kind,
         "how": spec.how,
         "window": None
         if window is None
@@ -120,7 +134,8 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
             {
                 "name": store.name,
                 "kind": store.kind.value,
-                "changelog": changelog_topic(topology.app.app_id, store.name),
+                "changelog": store_topic(topology.app.app_id, store),
+                "source_topic": store.source_topic is not None,
             }
             for store in store_specs(spec)
         ],
@@ -135,12 +150,6 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
         "processor": processor,
         "sink": {"topic": spec.into.name, "partitions": count(spec.into.name)},
     }
-
-
-def _kind(spec: JoinSpec) -> str:
-    if spec.is_global:
-        return "stream-global-table join"
-    return "stream-table join" if spec.is_stream_table else "windowed stream-stream join"
 
 
 def _repartition(repartition: Repartition, topology: Topology) -> dict[str, Any]:

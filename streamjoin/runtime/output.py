@@ -35,6 +35,8 @@ class OutputWriter:
         self._topic = spec.into.name
         self._partition = partition
         self._sink = sink
+        self._tombstones = spec.emits_table
+        """A table join's output is a table: a result that stops existing becomes a tombstone."""
         self._left_source = f"{spec.left.name}:{partition}:".encode()
         self._right_source = f"{spec.right.name}:{partition}:".encode()
         """Source header values up to the offset, made once."""
@@ -43,13 +45,17 @@ class OutputWriter:
 
     def write(self, result: JoinOutput) -> None:
         """Run the joiner (which may raise: the caller decides what a failure means, as for a
-        value too large to write); a joiner returning None emits nothing."""
+        value too large to write); a joiner returning None emits nothing, or a tombstone in a
+        table join. A result with neither side is a tombstone."""
         left, right = result.left, result.right
-        value = self._joiner(left.value if left else None, right.value if right else None)
-        if value is None:
-            return
-        payload = self._serialize(value)
-        if len(payload) > self._max_bytes:
+        payload: bytes | None = None
+        if left is not None or right is not None:
+            value = self._joiner(left.value if left else None, right.value if right else None)
+            if value is not None:
+                payload = self._serialize(value)
+            elif not self._tombstones:
+                return
+        if payload is not None and len(payload) > self._max_bytes:
             raise RecordTooLargeError(
                 f"the joined value takes {len(payload)} bytes, more than max_record_bytes="
                 f"{self._max_bytes}: the broker would refuse it"

@@ -314,14 +314,16 @@ class TaskManager(RebalanceListener):
         spec = self.topology.join(task_id.subtopology)
         assert spec is not None
         if not self.topology.is_stateful(task_id.subtopology):  # a global-table join
-            self._start_join(active, task_id, build_processor(spec, None, self.global_tables))
+            self._start_join(
+                active, task_id, build_processor(spec, None, self._sink, self.global_tables)
+            )
             return
         self.roles.standby.discard(task_id)
         state = await self._state.open_active(self.topology.task_spec(task_id))
 
         async def become_ready() -> None:
             await state.wait_ready()
-            self._start_join(active, task_id, build_processor(spec, state))
+            self._start_join(active, task_id, build_processor(spec, state, self._sink))
 
         active.opening = asyncio.create_task(become_ready(), name=f"open {task_id}")
         active.opening.add_done_callback(self._opened)

@@ -48,7 +48,14 @@ async def check_topics(app: App, bootstrap: str) -> Topology:
     topology = compile_topology(app, counts)
     partitions = topology.partitions
     outputs: dict[str, TopicSpec] = {}
+    internal = app.foreign_key_topics
+    for topic in internal:
+        outputs[topic] = TopicSpec(
+            topic, _known(partitions[topic]), purpose="internal topic of a foreign-key join"
+        )
     for spec in topology.joins:
+        if spec.into.name in internal:
+            continue
         count = topology.tasks[spec.name]
         existing = counts.get(spec.into.name)
         if existing is not None and existing != count:

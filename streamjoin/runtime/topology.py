@@ -17,14 +17,20 @@ from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import Subtopology
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
+from streamjoin.dsl.topics import Table
 from streamjoin.runtime.joins.counters import JoinCounters
+from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft, ForeignKeyRight
 from streamjoin.runtime.joins.global_table import GlobalLookup, GlobalTableJoin
 from streamjoin.runtime.joins.pending import PendingNonMatches
 from streamjoin.runtime.joins.records import JoinOutput, SourceRecord
 from streamjoin.runtime.joins.table import TableJoin
+from streamjoin.runtime.joins.table_table import TableTableJoin
+from streamjoin.runtime.joins.versioned_table import VersionedTableJoin
 from streamjoin.runtime.joins.windowed import WindowedJoin
+from streamjoin.runtime.sink import RecordSink
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.specs import StoreSpec, TaskSpec
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 
 __all__ = (
@@ -68,6 +74,8 @@ class StoreLookup(Protocol):
 
     def kv(self, name: str) -> KeyValueStore: ...
 
+    def versioned(self, name: str) -> VersionedStore: ...
+
 
 class GlobalTables(Protocol):
     def table(self, topic: str) -> GlobalLookup: ...
@@ -79,6 +87,7 @@ def _names(spec: JoinSpec) -> dict[str, str]:
         "right": f"{spec.name}-right",
         "pending": f"{spec.name}-pending",
         "table": f"{spec.name}-table",
+        "subscriptions": f"{spec.name}-subscriptions",
     }
 
 
@@ -88,8 +97,30 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
     names = _names(spec)
     if spec.is_global:
         return ()  # the global table's store is the worker's, not the task's
+    fk = spec.foreign_key
+    if fk is not None:
+        if fk.side == "left":
+            return (StoreSpec.kv(names["left"], source_topic=fk.left_table.name),)
+        return (
+            StoreSpec.kv(names["right"], source_topic=fk.right_table.name),
+            StoreSpec.kv(names["subscriptions"]),
+        )
+    if spec.is_table_table:  # each side's table, restored from its own topic
+        return (
+            StoreSpec.kv(names["left"], source_topic=spec.left.name),
+            StoreSpec.kv(names["right"], source_topic=spec.right.name),
+        )
     if spec.is_stream_table:
-        return (StoreSpec.kv(names["table"]),)
+        table = spec.right
+        assert isinstance(table, Table)
+        if table.versioned:
+            assert table.history_ms is not None
+            return (
+                StoreSpec.versioned(
+                    names["table"], history_ms=table.history_ms, source_topic=table.name
+                ),
+            )
+        return (StoreSpec.kv(names["table"], source_topic=table.name),)
     assert spec.window is not None
     # One millisecond more than the window needs: a store drops records at exactly
     # stream time - retention, and a partner may still arrive at that instant.
@@ -101,15 +132,30 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
 
 
 def build_processor(
-    spec: JoinSpec, stores: StoreLookup | None, global_tables: GlobalTables | None = None
+    spec: JoinSpec,
+    stores: StoreLookup | None,
+    sink: RecordSink,
+    global_tables: GlobalTables | None = None,
 ) -> JoinProcessor:
-    """`stores`: the task's own (None for a global-table join, which has none)."""
+    """`stores`: the task's own (None for a global-table join, which has none); `sink`: where
+    a foreign-key join's halves send their subscriptions and responses."""
     names = _names(spec)
     if spec.is_global:
         assert global_tables is not None
         return GlobalTableJoin(spec, global_tables.table(spec.right.name))
     assert stores is not None
+    fk = spec.foreign_key
+    if fk is not None:
+        if fk.side == "left":
+            return ForeignKeyLeft(spec, stores.kv(names["left"]), sink)
+        return ForeignKeyRight(
+            spec, stores.kv(names["right"]), stores.kv(names["subscriptions"]), sink
+        )
+    if spec.is_table_table:
+        return TableTableJoin(spec, stores.kv(names["left"]), stores.kv(names["right"]))
     if spec.is_stream_table:
+        if spec.has_versioned_table:
+            return VersionedTableJoin(spec, stores.versioned(names["table"]))
         return TableJoin(spec, stores.kv(names["table"]))
     pending = PendingNonMatches(stores.kv(names["pending"])) if spec.how != "inner" else None
     return WindowedJoin(spec, stores.window(names["left"]), stores.window(names["right"]), pending)

@@ -93,6 +93,24 @@ def register_worker_metrics(
         per_join("no_match_dropped"),
     )
     registry.register(
+        "join_retracted_total",
+        "counter",
+        "Tombstones a table-table join emitted for results that stopped existing",
+        per_join("retracted"),
+    )
+    registry.register(
+        "join_too_old_total",
+        "counter",
+        "Stream records older than the history of the versioned table they join",
+        per_join("too_old"),
+    )
+    registry.register(
+        "join_stale_total",
+        "counter",
+        "Foreign-key join responses discarded: the left value changed since",
+        per_join("stale"),
+    )
+    registry.register(
         "dead_letters_total",
         "counter",
         "Bad records sent to the dead-letter topic",

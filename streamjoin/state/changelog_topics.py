@@ -12,6 +12,7 @@ __all__ = (
     "changelog_spec",
     "changelog_topic",
     "ensure_changelogs",
+    "store_topic",
 )
 
 WINDOW_CHANGELOG_EXTRA_RETENTION_MS = 86_400_000
@@ -21,6 +22,11 @@ a restore never misses a record the store would still hold."""
 
 def changelog_topic(app_id: str, store: str) -> str:
     return f"{check_name('application id', app_id)}-{check_name('store', store)}-changelog"
+
+
+def store_topic(app_id: str, store: StoreSpec) -> str:
+    """The topic a store restores from: its table's source topic, else its changelog."""
+    return store.source_topic or changelog_topic(app_id, store.name)
 
 
 def changelog_spec(app_id: str, store: StoreSpec, partitions: int) -> TopicSpec:
@@ -42,8 +48,13 @@ def changelog_spec(app_id: str, store: StoreSpec, partitions: int) -> TopicSpec:
 
 async def ensure_changelogs(bootstrap: str, app_id: str, stores: Mapping[StoreSpec, int]) -> None:
     """Create missing changelogs (store -> partition count); raise TopicLayoutError, naming the
-    topic and both counts, if an existing one has another partition count."""
+    topic and both counts, if an existing one has another partition count. A store restored
+    from its source topic has no changelog of its own."""
     await ensure_topics(
         bootstrap,
-        [changelog_spec(app_id, store, partitions) for store, partitions in stores.items()],
+        [
+            changelog_spec(app_id, store, partitions)
+            for store, partitions in stores.items()
+            if store.source_topic is None
+        ],
     )

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.errors import StateError
 from streamjoin.state.specs import TaskSpec
 
@@ -29,9 +29,7 @@ async def changelog_end_offset_sums(
     """
     specs = list(tasks)
     partitions = {
-        spec.task_id: [
-            TopicPartition(changelog_topic(app_id, s.name), spec.partition) for s in spec.stores
-        ]
+        spec.task_id: [TopicPartition(store_topic(app_id, s), spec.partition) for s in spec.stores]
         for spec in specs
     }
     wanted = sorted({tp for tps in partitions.values() for tp in tps})

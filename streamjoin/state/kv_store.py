@@ -4,6 +4,10 @@ Writes reach the changelog when a flush begins, one record per key for its last 
 previous flush (as Kafka Streams' record cache does): a key written many times between commits
 costs one changelog record, and one created and deleted between commits costs none. The pending
 non-matches of a join are such keys whenever a match comes within a commit interval.
+
+A table's store whose spec names a source topic logs nothing: the topic is its changelog. Its
+restore keeps each record's offset and timestamp with the value (`table_values`), as the join
+writing it does, and its position is the offset after the last source record it holds.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from rocksdict import WriteBatch
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.rocks import scan
 from streamjoin.state.store_base import LocalStore
+from streamjoin.state.table_values import pack_table_value
 
 __all__ = ("KeyValueStore", "merge_overlay")
 
@@ -91,6 +96,8 @@ class KeyValueStore(LocalStore):
         return merge_overlay(scan(self._db, start, end), overlay)
 
     def _restore_batch(self, records: Sequence[Any]) -> WriteBatch:
+        if self.spec.source_topic is not None:
+            return self._restore_source(records)
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
         record = None
@@ -108,10 +115,28 @@ class KeyValueStore(LocalStore):
             ) from exc
         return batch
 
+    def _restore_source(self, records: Sequence[Any]) -> WriteBatch:
+        """Records of the table's topic; keyless ones are skipped, as the join skips them."""
+        batch = WriteBatch(raw_mode=True)
+        for record in records:
+            key, value = record.key, record.value
+            if key is not None:
+                if value is None:
+                    batch.delete(key)
+                else:
+                    batch.put(key, pack_table_value(record.offset, record.timestamp, value))
+            self.restored_end = record.offset + 1
+        return batch
+
     def begin_flush(self) -> None:
         """Send each pending key's last write to the changelog and set the writes aside; a
         deletion of a key that neither RocksDB nor an unfinished flush holds is dropped."""
         pending, stamps, flushing = self._pending, self._stamps, self._flushing
+        if self.spec.source_topic is not None:
+            flushing.update(pending)
+            self._begin_source_flush()
+            self._pending, self._stamps = {}, {}
+            return
         if pending:
             append, stored = self._require_writer().append, self._db.get
             for key, value in pending.items():
@@ -122,6 +147,7 @@ class KeyValueStore(LocalStore):
         self._pending, self._stamps = {}, {}
 
     def finish_flush(self) -> None:
+        self._finish_source_flush()
         if not self._flushing:
             return
         batch = WriteBatch(raw_mode=True)
@@ -135,3 +161,4 @@ class KeyValueStore(LocalStore):
 
     def discard_pending(self) -> None:
         self._pending, self._stamps, self._flushing = {}, {}, {}
+        self._discard_source_position()

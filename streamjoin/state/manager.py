@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamjoin.state.changelog_topics import changelog_topic, ensure_changelogs
+from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
 from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import StateEvents, StateListener
@@ -199,8 +199,8 @@ class StateManager:
             missing = {
                 store: spec.partition_count
                 for store in spec.stores
-                if changelog_topic(self.app_id, store.name) not in self._known_changelogs
+                if store_topic(self.app_id, store) not in self._known_changelogs
             }
             if missing:
                 await ensure_changelogs(self._bootstrap, self.app_id, missing)
-                self._known_changelogs.update(changelog_topic(self.app_id, s.name) for s in missing)
+                self._known_changelogs.update(store_topic(self.app_id, s) for s in missing)

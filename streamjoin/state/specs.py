@@ -37,6 +37,8 @@ class StoreKind(enum.Enum):
     """Latest value per key; changelog compacted."""
     WINDOW = "window"
     """Records by key and timestamp, duplicates kept, dropped after the retention period."""
+    VERSIONED = "versioned"
+    """Every value of a key with the time it became valid, for `retention_ms` of history."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +48,21 @@ class StoreSpec:
     name: str
     kind: StoreKind
     retention_ms: int = 0
-    """Window stores: records with timestamp <= stream time - retention are dropped."""
+    """Window stores: records with timestamp <= stream time - retention are dropped.
+    Versioned stores: the history kept behind the latest timestamp written."""
     segment_interval_ms: int = 0
     """Window stores: expired data is deleted in whole segments of this many milliseconds."""
+    source_topic: str | None = None
+    """Key-value stores of a table: the table's own (compacted) topic, which is the store's
+    changelog (Kafka Streams' source-topic reuse): the store restores from it and writes
+    nothing; its position is the offset after the last source record it holds."""
 
     def __post_init__(self) -> None:
         check_name("store", self.name)
+        if self.kind is StoreKind.VERSIONED and self.retention_ms <= 0:
+            raise ConfigurationError(
+                f"versioned store {self.name!r}: history must be positive, got {self.retention_ms}"
+            )
         if self.kind is StoreKind.WINDOW:
             if self.retention_ms <= 0:
                 raise ConfigurationError(
@@ -65,8 +76,12 @@ class StoreSpec:
                 )
 
     @classmethod
-    def kv(cls, name: str) -> StoreSpec:
-        return cls(name, StoreKind.KEY_VALUE)
+    def kv(cls, name: str, *, source_topic: str | None = None) -> StoreSpec:
+        return cls(name, StoreKind.KEY_VALUE, source_topic=source_topic)
+
+    @classmethod
+    def versioned(cls, name: str, *, history_ms: int, source_topic: str | None = None) -> StoreSpec:
+        return cls(name, StoreKind.VERSIONED, history_ms, source_topic=source_topic)
 
     @classmethod
     def window(

@@ -6,6 +6,9 @@ only then writes them to RocksDB in one batch (`finish_flush`). So the local dat
 holds a write the changelog lacks: after a crash, replaying the changelog from the checkpoint
 yields exactly what the changelog holds. Reads see pending writes first. Logging at the flush
 rather than at each write lets a store leave out writes that no longer matter by then.
+
+A table's store fed by the table's own topic (`StoreSpec.source_topic`) logs nothing: its
+position is the offset after the last source record a flush put in RocksDB.
 """
 
 from __future__ import annotations
@@ -43,6 +46,14 @@ class LocalStore(ABC):
         self._closed = False
         self._writer: ChangelogWriter | None = None
         self._unlogged = False
+        self._source_position: int | None = None
+        self._flushing_position: int | None = None
+        self.flushed_position: int | None = None
+        """Source-fed store: the offset after the last source record a flush wrote to RocksDB
+        (None: none since it opened)."""
+        self.restored_end = 0
+        """Source-fed store: the offset after the last source record restored; the task may
+        process records below it again, which are then already applied."""
         self._load()
 
     @property
@@ -52,6 +63,20 @@ class LocalStore(ABC):
     def attach_writer(self, writer: ChangelogWriter | None) -> None:
         """Make the store writable through `writer`, or read-only with None."""
         self._writer = writer
+
+    def source_applied(self, offset: int) -> None:
+        """Source-fed store: the source record at `offset` is applied (written or skipped)."""
+        self._source_position = offset + 1
+
+    def _begin_source_flush(self) -> None:
+        self._flushing_position = self._source_position
+
+    def _finish_source_flush(self) -> None:
+        if self._flushing_position is not None:
+            self.flushed_position, self._flushing_position = self._flushing_position, None
+
+    def _discard_source_position(self) -> None:
+        self._source_position = self._flushing_position = None
 
     def _require_writer(self) -> ChangelogWriter:
         writer = self._writer

@@ -29,6 +29,7 @@ from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.store_base import LocalStore
 from streamjoin.state.task_stores import TaskStores
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 
 __all__ = ("RUNNING_ACTIVE_OFFSET_SUM", "TaskPhase", "TaskState")
@@ -45,6 +46,14 @@ class TaskPhase(enum.Enum):
     STANDBY = "standby"
     SUSPENDED = "suspended"
     CLOSED = "closed"
+
+
+def _later(position: int | None, flushed: int | None) -> int | None:
+    """A source-fed store's position after a flush: the task may still be processing source
+    records its restore already applied."""
+    if flushed is None:
+        return position
+    return flushed if position is None else max(position, flushed)
 
 
 class _StoreChangelog:
@@ -123,6 +132,9 @@ class TaskState:
 
     def window(self, name: str) -> WindowStore:
         return self.local.typed(name, WindowStore)
+
+    def versioned(self, name: str) -> VersionedStore:
+        return self.local.typed(name, VersionedStore)
 
     # -- figures for the assignor, the CLI and metrics -----------------------------------------
 
@@ -251,6 +263,8 @@ class TaskState:
             raise
         for name, store in self.stores.items():
             store.finish_flush()
+            if store.spec.source_topic is not None:
+                confirmed[name] = _later(self.positions[name], store.flushed_position)
             if confirmed[name] is not None:
                 self.positions[name] = confirmed[name]
 

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import TypeVar
 
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.checkpoint import (
     CheckpointUnreadable,
     StoreOffset,
@@ -27,13 +27,22 @@ from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
 from streamjoin.state.store_base import LocalStore
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 
-__all__ = ("TaskStores",)
+__all__ = ("TaskStores", "store_class")
 
 logger = logging.getLogger(__name__)
 
 _S = TypeVar("_S", bound=LocalStore)
+
+
+def store_class(kind: StoreKind) -> type[LocalStore]:
+    if kind is StoreKind.KEY_VALUE:
+        return KeyValueStore
+    if kind is StoreKind.VERSIONED:
+        return VersionedStore
+    return WindowStore
 
 
 class TaskStores:
@@ -48,7 +57,7 @@ class TaskStores:
     ) -> None:
         self.spec = spec
         self.memory = memory
-        self.topics = {store.name: changelog_topic(app_id, store.name) for store in spec.stores}
+        self.topics = {store.name: store_topic(app_id, store) for store in spec.stores}
         self.stores: dict[str, LocalStore] = {}
         self.positions: dict[str, int | None] = {}
         """Store name -> changelog offset its local data reflects (None: read from the start)."""
@@ -83,7 +92,7 @@ class TaskStores:
 
     def _open(self, spec: StoreSpec, path: Path) -> tuple[LocalStore, bool]:
         """The opened store, and False if its files were unreadable and had to be deleted."""
-        kind = KeyValueStore if spec.kind is StoreKind.KEY_VALUE else WindowStore
+        kind = store_class(spec.kind)
         try:
             return kind(spec, path, self.memory), True
         except StoreLockedError:

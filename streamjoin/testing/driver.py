@@ -38,14 +38,15 @@ from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.topology import TaskId, build_processor, store_specs
 from streamjoin.runtime.worker_memory import memory_budget
-from streamjoin.state.changelog_topics import changelog_topic
+from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.global_store import GlobalStore
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
-from streamjoin.state.specs import StoreKind
 from streamjoin.state.store_base import LocalStore
+from streamjoin.state.task_stores import store_class
+from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 from streamjoin.testing.memory_changelog import MemoryChangelogProducer
 
@@ -86,10 +87,10 @@ class _Stores:
         partition = task_id.partition
         self.by_name: dict[str, LocalStore] = {}
         for store_spec in store_specs(spec):
-            kind = WindowStore if store_spec.kind is StoreKind.WINDOW else KeyValueStore
+            kind = store_class(store_spec.kind)
             path = directory.store_dir(str(task_id), store_spec.name)
             store = kind(store_spec, path, memory)
-            topic = changelog_topic(app.app_id, store_spec.name)
+            topic = store_topic(app.app_id, store_spec)
             store.attach_writer(
                 ChangelogWriter(producer.for_partition(topic, partition), topic, partition)
             )
@@ -103,6 +104,11 @@ class _Stores:
     def kv(self, name: str) -> KeyValueStore:
         store = self.by_name[name]
         assert isinstance(store, KeyValueStore)
+        return store
+
+    def versioned(self, name: str) -> VersionedStore:
+        store = self.by_name[name]
+        assert isinstance(store, VersionedStore)
         return store
 
 
@@ -158,6 +164,7 @@ class TestDriver:
         for repartition in self.topology.repartitions:
             self._readers[repartition.source.name].append(repartition)
         written = [s.into.name for s in app.joins] + [r.topic.name for r in app.repartitions]
+        written += list(app.foreign_key_topics)
         self._internal = [t for t in written if t in self._readers]
         """Topics the app both writes and reads: what lands there is processed in turn."""
         self.changelogs = MemoryChangelogProducer()
@@ -217,7 +224,7 @@ class TestDriver:
                 self.app.app_id,
                 spec,
                 task_id,
-                build_processor(spec, stores, self._globals),
+                build_processor(spec, stores, self._sink, self._globals),
                 self._sink,
                 on_error=self.app.settings.on_error,
                 max_future_ms=self.app.settings.max_future_ms,
@@ -357,7 +364,8 @@ class TestDriver:
         return store
 
     def key_value_store(self, join: str, name: str, partition: int = 0) -> KeyValueStore:
-        """A join's key-value store: "table" (stream-table) or "pending" (left/outer)."""
+        """A join's key-value store: "table" (stream-table), "left"/"right" (table-table) or
+        "pending" (left/outer stream-stream)."""
         store = self._store(join, name, partition)
         assert isinstance(store, KeyValueStore)
         return store
@@ -370,6 +378,12 @@ class TestDriver:
             raise ConfigurationError(
                 f"app {self.app.app_id!r} has no global table {topic!r}"
             ) from None
+
+    def versioned_store(self, join: str, partition: int = 0) -> VersionedStore:
+        """A stream-table join's versioned table store, to read `versions` from."""
+        store = self._store(join, "table", partition)
+        assert isinstance(store, VersionedStore)
+        return store
 
     def close(self) -> None:
         for table in self._globals.stores.values():

@@ -155,3 +155,27 @@ def test_a_global_table_shows_its_store_and_source_topic(tmp_path: Path) -> None
     assert "Processor: left stream-global-table join" in out
     assert "global store: global/countries, looked up by key('country')" in out
     assert "global/countries: source countries (3 partitions), read by locate" in out
+
+
+TABLES = """
+import streamjoin
+
+joins = streamjoin.App("bank")
+users, accounts = joins.table("users", partitions=2), joins.table("accounts", partitions=2)
+
+@joins.join(users, accounts, how="outer", into="user-accounts")
+def user_account(user, account):
+    return [user, account]
+"""
+
+
+def test_table_stores_restore_from_the_tables_own_topics(tmp_path: Path) -> None:
+    app_dir = write(tmp_path, TABLES, "bank_app")
+    result = runner.invoke(app, ["describe", "bank_app:joins", "--app-dir", app_dir])
+    assert result.exit_code == 0, result.output
+    assert "Processor: outer table-table join" in result.output
+    assert "store: user_account-left (kv), changelog users (the table's own topic)" in result.output
+    assert "store: user_account-right (kv), changelog accounts (the table's own topic)" in (
+        result.output
+    )
+    assert "-changelog" not in result.output  # no changelog of their own

@@ -30,5 +30,18 @@ def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
 def test_a_global_table_join_is_refused_in_one_line() -> None:
     app = App("geo")
     app.join(app.topic("visits"), app.global_table("countries"), key="c", into="o", name="g")(max)
-    with pytest.raises(ConfigurationError, match="join 'g' is a global-table join; Spark"):
+    with pytest.raises(ConfigurationError, match="join 'g' is a stream-global-table join: Spark"):
         runnable_join(app, "g")
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_joins_with_tables_are_refused_in_one_line(versioned: bool) -> None:
+    app = App("bank")
+    users, accounts = app.table("users"), app.table("accounts")
+    app.join(users, accounts, into="pairs", name="pairs")(max)
+    history = {"versioned": True, "history_ms": 1_000} if versioned else {}
+    app.join(app.topic("trades"), app.table("prices", **history), into="priced", name="price")(max)
+    with pytest.raises(ConfigurationError, match="join 'pairs' is a table-table join: Spark"):
+        runnable_join(app, "pairs")
+    with pytest.raises(ConfigurationError, match=r"join .price. is a stream-table join.*not joins"):
+        runnable_join(app, "price")

@@ -127,9 +127,7 @@ def test_a_topic_read_by_two_sub_topologies_is_refused_naming_both() -> None:
     app = App("shop")
     orders, payments, refunds = app.topic("orders"), app.topic("payments"), app.topic("refunds")
     app.join(orders, payments, window=WINDOW, into="paid", name="pay")(joiner)
-    app.join(orders, refunds.key_by("order"), window=WINDOW, into="refunded", name="refund")(
-        joiner
-    )
+    app.join(orders, refunds.key_by("order"), window=WINDOW, into="refunded", name="refund")(joiner)
     with pytest.raises(ConfigurationError) as refused:
         compile_topology(app, {"orders": 2, "payments": 2, "refunds": 2})
     assert str(refused.value) == (
@@ -137,4 +135,3 @@ def test_a_topic_read_by_two_sub_topologies_is_refused_naming_both() -> None:
         "one topic yet (they would share its offsets and lose records); read it in one of them "
         "and chain the other to its output, or copy the topic for the other"
     )
-

@@ -160,3 +160,33 @@ def test_reads_match_a_dict_model(
     assert len(writer.records) <= sum(op in ("put", "delete") for op, _, _ in ops)
     restored.close()
     store.close()
+
+
+def test_a_table_store_restores_from_its_source_topic_and_logs_nothing(
+    tmp_path: Path, recording_writer: Callable[[], Any], make_record: Callable[..., Any]
+) -> None:
+    from streamjoin.state.table_values import unpack_table_value
+
+    store = KeyValueStore(StoreSpec.kv("t", source_topic="users"), tmp_path / "t", MEMORY)
+    store.restore(
+        [
+            make_record(0, b"a", b"1", 50),
+            make_record(1, None, b"keyless"),
+            make_record(2, b"b", b"2", 60),
+            make_record(3, b"a", None, 70),
+        ]
+    )
+    assert store.get(b"a") is None
+    stored = store.get(b"b")
+    assert stored is not None and unpack_table_value(stored) == (2, 60, b"2")
+    assert store.restored_end == 4
+    writer = recording_writer()
+    store.attach_writer(writer)
+    store.put(b"c", b"3")
+    store.source_applied(9)
+    store.begin_flush()
+    store.source_applied(10)  # processed while the flush waits
+    store.finish_flush()
+    assert writer.records == []  # the source topic is the changelog
+    assert store.get(b"c") == b"3"
+    assert store.flushed_position == 10

@@ -20,6 +20,12 @@ class JoinCounters:
     emitted (as Kafka Streams)."""
     no_match_dropped: int = 0
     """Stream records of an inner global-table join that found no table value."""
+    retracted: int = 0
+    """Table-table joins: tombstones emitted for results that stopped existing."""
+    too_old: int = 0
+    """Joins with a versioned table: stream records older than the table's history."""
+    stale: int = 0
+    """Foreign-key joins: responses discarded because the left value changed since."""
 
     def add(self, other: JoinCounters) -> None:
         self.matched += other.matched
@@ -27,3 +33,6 @@ class JoinCounters:
         self.late_dropped += other.late_dropped
         self.skipped += other.skipped
         self.no_match_dropped += other.no_match_dropped
+        self.retracted += other.retracted
+        self.too_old += other.too_old
+        self.stale += other.stale

@@ -1,19 +1,14 @@
 """The stream-table join of one task: each stream record meets the table's latest value for its
-key (as Kafka Streams' KStream-KTable join). Table updates change the table and emit nothing."""
+key (as Kafka Streams' KStream-KTable join). Table updates change the table and emit nothing.
+The table's store is fed by the table's own topic, its changelog (`table_values`)."""
 
 from __future__ import annotations
 
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
-from streamjoin.runtime.joins.records import (
-    Joined,
-    JoinOutput,
-    Side,
-    SourceRecord,
-    pack_stored,
-    unpack_stored,
-)
+from streamjoin.runtime.joins.records import Joined, JoinOutput, Side, SourceRecord
 from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.state.table_values import pack_table_value, unpack_table_value
 
 __all__ = ("TableJoin",)
 
@@ -40,7 +35,7 @@ class TableJoin:
                 return []
             self.counters.unmatched += 1
             return [JoinOutput(record.key, this, None, record.timestamp)]
-        table_offset, raw = unpack_stored(stored)
+        table_offset, _, raw = unpack_table_value(stored)
         self.counters.matched += 1
         that = Joined(self._table_serde.deserialize(raw), raw, table_offset)
         return [JoinOutput(record.key, this, that, record.timestamp)]
@@ -56,4 +51,6 @@ class TableJoin:
             self._table.delete(record.key, record.timestamp)
         else:
             self._table_serde.deserialize(record.value)  # a bad table value is a bad record
-            self._table.put(record.key, pack_stored(record.offset, record.value), record.timestamp)
+            stored = pack_table_value(record.offset, record.timestamp, record.value)
+            self._table.put(record.key, stored, record.timestamp)
+        self._table.source_applied(record.offset)
