@@ -14,8 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from aiokafka.client import AIOKafkaClient
+from aiokafka import ConsumerRecord
 
 from streamjoin.assignment.model import PartitionAssignor, TopicPartition
 from streamjoin.group.config import MemberConfig, resolve_assignors
@@ -24,6 +23,8 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.feed import PartitionFeed, Records
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.group.member import GroupMember
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.security import KafkaSecurity
 
 __all__ = ("CooperativeConsumer",)
 
@@ -63,7 +64,8 @@ class CooperativeConsumer:
     With `enable_auto_commit`, the position of every delivered record is committed every
     `auto_commit_interval_ms`, when partitions are revoked and on `stop()` (at-least-once:
     records are committed once returned, as with aiokafka). Other keyword arguments go to
-    `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...).
+    `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...); `security` holds the TLS and
+    SASL settings of both its connections (default: PLAINTEXT).
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class CooperativeConsumer:
         *topics: str,
         bootstrap_servers: str,
         group_id: str,
+        security: KafkaSecurity | None = None,
         assignors: Sequence[str | PartitionAssignor] = ("cooperative-sticky",),
         listener: RebalanceListener | None = None,
         group_instance_id: str | None = None,
@@ -97,13 +100,11 @@ class CooperativeConsumer:
         )
         self.auto_commit = enable_auto_commit
         self._auto_commit_interval = auto_commit_interval_ms / 1000
-        self._client = AIOKafkaClient(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=max(40_000, rebalance_timeout_ms + 5_000),
+        kafka = KafkaConnection(bootstrap_servers, security or KafkaSecurity())
+        self._client = kafka.client(
+            client_id=client_id, request_timeout_ms=max(40_000, rebalance_timeout_ms + 5_000)
         )
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap_servers,
+        self._consumer = kafka.consumer(
             client_id=client_id,
             group_id=None,
             enable_auto_commit=False,
