@@ -87,7 +87,8 @@ def _tls_failure(error: ssl.SSLError, address: str, security: KafkaSecurity) -> 
             f"TLS: the certificate of the broker at {address} is not trusted ({reason}); "
             f"check the CA file (--ssl-cafile, now {security.ssl_cafile or 'the system CAs'})"
         )
-    if "CERTIFICATE_REQUIRED" in str(error).upper():
+    refused = any(w in str(error).upper() for w in ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE"))
+    if refused and not security.ssl_certfile:
         return (
             f"TLS handshake with {address} failed: the broker requires a client certificate "
             "(mutual TLS); give --ssl-certfile and --ssl-keyfile"
@@ -113,7 +114,8 @@ def _sasl_failure(error: KafkaError, address: str, security: KafkaSecurity) -> s
             "STREAMJOIN_SASL_PASSWORD) and the mechanism"
         )
     if isinstance(error, UnsupportedSaslMechanismError):
-        enabled = str(error.args[0]).rpartition("Enabled mechanisms are: ")[2] if error.args else ""
+        said = str(error.args[0]) if error.args else ""
+        enabled = said.rpartition("Enabled mechanisms are: ")[2] if "Enabled" in said else ""
         return (
             f"the broker at {address} does not enable SASL {security.mechanism}"
             f"{f' (enabled: {enabled})' if enabled else ''}; check --sasl-mechanism"
@@ -148,16 +150,26 @@ def explain(
             f"(security protocol {security.security_protocol}); use --security-protocol "
             f"{tls_protocol} with --ssl-cafile"
         )
-    if errors and security.uses_tls and all(_closed_early(e) for e in errors):
-        return (
-            f"the broker at {address} closed the connection during the TLS handshake; check "
-            f"that the listener speaks TLS and --security-protocol (now "
-            f"{security.security_protocol})"
-        )
+    if errors and all(_closed_early(e) for e in errors):
+        if security.uses_tls:
+            return (
+                f"the broker at {address} closed the connection during the TLS handshake: "
+                f"check that this listener speaks TLS, and --security-protocol (now "
+                f"{security.security_protocol})"
+            )
+        if not security.uses_sasl:
+            return (
+                f"the broker at {address} closed the connection after the first request: this "
+                "listener probably requires SASL; check the port, and --security-protocol "
+                "(SASL_PLAINTEXT or SASL_SSL) with --sasl-mechanism"
+            )
     return None
 
 
 def _closed_early(error: BaseException) -> bool:
+    """The broker hung up before answering (not: refused the connection, timed out)."""
+    if isinstance(error, ConnectionResetError):
+        return True
     return isinstance(error, ConnectionError | KafkaError) and "closed" in in_words(error).lower()
 
 
