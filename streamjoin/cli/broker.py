@@ -15,7 +15,7 @@ from streamjoin.broker import Broker, EmbeddedBroker, KafkaBroker
 from streamjoin.broker.kafka import Listener
 from streamjoin.broker.kafka_jars import fetch_kafka_jars, kafka_jars_dir, kafka_version
 from streamjoin.cli import fail
-from streamjoin.kafka.security_config import client_properties
+from streamjoin.kafka.security_config import client_properties, properties_text
 
 __all__ = ("register",)
 
@@ -66,7 +66,7 @@ def _print_clients(running: KafkaBroker, console: Console) -> None:
         security = running.client_security(listener.name)
         path = running.directory / f"client-{listener.name.lower()}.properties"
         path.touch(mode=0o600)
-        path.write_text("".join(f"{k}={v}\n" for k, v in client_properties(security).items()))
+        path.write_text(properties_text(client_properties(security)))
         console.print(
             f"bootstrap: {running.address(listener.name)} ({listener.protocol}"
             f"{', SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512' if listener.uses_sasl else ''}); "

@@ -28,6 +28,7 @@ __all__ = (
     "client_properties",
     "from_env",
     "parse_client_properties",
+    "properties_text",
     "read_client_properties",
     "resolve_security",
 )
@@ -67,11 +68,37 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
+_BLANK = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescaped(text: str) -> str:
+    """A properties value with Java's escapes resolved (\\n, \\uXXXX, \\x for x)."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code.startswith("u") and len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _ESCAPES.get(code, code)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
+
+
 def _split(line: str) -> tuple[str, str]:
-    match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", line.strip())
+    match = re.match(r"([^=:\s]+)[ \t\f]*(?:[=:]|[ \t\f])[ \t\f]*(.*)", line.lstrip(_BLANK))
     if match is None:
-        return line.strip(), ""
-    return match.group(1), match.group(2).strip()
+        return line.strip(_BLANK), ""
+    return match.group(1), _unescaped(match.group(2))
+
+
+def properties_text(props: dict[str, str]) -> str:
+    """`props` as the lines of a `.properties` file, escaped as Java reads them back."""
+    return "".join(f"{key}={_escaped(value)}\n" for key, value in props.items())
+
+
+def _escaped(value: str) -> str:
+    value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + value if value[:1] in (" ", "\t", "\f") else value
 
 
 def _pem(text: str, what: str) -> str:
@@ -140,7 +167,7 @@ def _jaas(config: str, mechanism: str | None) -> dict[str, Any]:
             "sasl.jaas.config ScramLoginModule needs sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512"
         )
     options = {
-        m.group(1): m.group(2).replace('\\"', '"') if m.group(2) is not None else m.group(3)
+        m.group(1): re.sub(r"\\(.)", r"\1", m.group(2)) if m.group(2) is not None else m.group(3)
         for m in _JAAS_OPTION.finditer(config)
     }
     found: dict[str, Any] = {}
@@ -244,8 +271,10 @@ def _jaas_line(security: KafkaSecurity) -> str:
         if security.mechanism == "PLAIN"
         else "org.apache.kafka.common.security.scram.ScramLoginModule"
     )
-    user = (security.sasl_username or "").replace('"', '\\"')
-    password = (security.sasl_password or "").replace('"', '\\"')
+    user, password = (
+        (text or "").replace("\\", "\\\\").replace('"', '\\"')
+        for text in (security.sasl_username, security.sasl_password)
+    )
     return f'{module} required username="{user}" password="{password}";'
 
 
