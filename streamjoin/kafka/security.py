@@ -8,6 +8,7 @@ password, the SASL password, the token provider) never appear in its repr.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -138,7 +139,7 @@ class KafkaSecurity:
         """What every aiokafka client (consumer, producer, admin, bare client) takes."""
         kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
         if self.uses_tls:
-            kwargs["ssl_context"] = self.ssl_context()
+            kwargs["ssl_context"] = _shared_context(self)
         if self.uses_sasl:
             kwargs |= {
                 "sasl_mechanism": self.mechanism,
@@ -157,3 +158,9 @@ class KafkaSecurity:
             for f in fields(self)
             if getattr(self, f.name) != getattr(default, f.name)
         }
+
+
+@functools.lru_cache(maxsize=16)
+def _shared_context(security: KafkaSecurity) -> ssl.SSLContext:
+    """One TLS context per settings for all of a process's clients (files read once)."""
+    return security.ssl_context()
