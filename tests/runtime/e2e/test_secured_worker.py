@@ -117,7 +117,7 @@ def test_plan_reads_a_group_over_sasl_scram(secured_kafka: KafkaBroker, tmp_path
             heartbeat_interval_ms=500,
         ) as consumer:
             while len(consumer.assignment()) < 4:
-                await asyncio.sleep(0.1)
+                await consumer.getmany(timeout_ms=100)
             args = ["plan", "--from-group", f"plan-{suffix}", *secured, "--json"]
             return await asyncio.to_thread(cli, *args)
 
