@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
 
 __all__ = (
     "ENV_VARS",
     "client_properties",
+    "connection_from_environment",
     "from_env",
     "parse_client_properties",
     "properties_text",
@@ -302,3 +304,11 @@ def client_properties(security: KafkaSecurity) -> dict[str, str]:
         if security.mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
             props["sasl.jaas.config"] = _jaas_line(security)
     return props
+
+
+def connection_from_environment(bootstrap: str) -> KafkaConnection:
+    """`bootstrap` with the settings of the environment alone (STREAMJOIN_KAFKA_CONFIG and the
+    STREAMJOIN_* variables): for tools without the commands' options, such as the demos."""
+    config = os.environ.get("STREAMJOIN_KAFKA_CONFIG")
+    security = resolve_security(None, config_file=Path(config) if config else None)
+    return KafkaConnection(bootstrap, security)

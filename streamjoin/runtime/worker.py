@@ -143,6 +143,7 @@ class Worker:
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
         logger.info("%s", self.memory.describe())
+        logger.info("kafka at %s: %s", self.kafka.bootstrap, self.kafka.security.describe())
         return_freed_memory_promptly()
         compiled = await check_topics(self.app, self.kafka)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}

@@ -1,6 +1,6 @@
-"""A worker on Apache Kafka over mutual TLS, as a user starts it with a client.properties file:
-it joins, and after its state directory is wiped it restores from the changelog over the
-same connection; `plan --from-group` reads a group over SASL_SSL SCRAM."""
+"""A worker on Apache Kafka, as a user starts it with a client.properties file: it joins over
+mutual TLS (metrics on loopback), and after its state directory is wiped it restores from the
+changelog over SASL_SSL SCRAM; `plan --from-group` reads a group over SASL_SSL SCRAM."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streamjoin.broker import KafkaBroker
+from streamjoin.broker.base import free_port
 from streamjoin.cli import app
 from streamjoin.group import CooperativeConsumer
 from streamjoin.kafka.security_config import client_properties, properties_text
@@ -49,8 +51,10 @@ def cli(*args: str, stdin: str | None = None) -> str:
     return done.output
 
 
-def start_worker(directory: Path, bootstrap: str, config: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "streamjoin", "worker", "app:shop"]
+def start_worker(
+    directory: Path, bootstrap: str, config: Path, *options: str
+) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "streamjoin", "worker", "app:shop", *options]
     command += ["--app-dir", str(directory), "--state-dir", str(directory / "state")]
     command += ["--bootstrap", bootstrap, "--kafka-config", str(config)]
     command += ["--session-timeout", "3", "--commit-interval", "0.5"]
@@ -63,7 +67,7 @@ def stop(worker: subprocess.Popen[str]) -> None:
     assert worker.wait(timeout=60) == 0
 
 
-def test_a_worker_joins_and_restores_over_mutual_tls(
+def test_a_worker_joins_over_mutual_tls_and_restores_over_scram(
     secured_kafka: KafkaBroker, tmp_path: Path
 ) -> None:
     suffix = uuid.uuid4().hex[:8]
@@ -73,7 +77,9 @@ def test_a_worker_joins_and_restores_over_mutual_tls(
     secured = ("--bootstrap", secured_kafka.address("MTLS"), "--kafka-config", str(config))
     topics = (f"orders-{suffix}", f"payments-{suffix}", f"paid-{suffix}")
     cli("topics", "create", *topics, "--partitions", "2", *secured)
-    worker = start_worker(tmp_path, secured_kafka.address("MTLS"), config)
+    port = free_port("127.0.0.1")
+    metrics = ("--metrics-port", str(port), "--metrics-host", "127.0.0.1")
+    worker = start_worker(tmp_path, secured_kafka.address("MTLS"), config, *metrics)
     try:
         orders = '{"id": "o-1"}\n{"id": "o-2"}\n'
         cli("produce", f"orders-{suffix}", "--key-field", "id", *secured, stdin=orders)
@@ -83,10 +89,15 @@ def test_a_worker_joins_and_restores_over_mutual_tls(
         # Both orders are in the changelog once the worker has committed them.
         changelog = f"tls-{suffix}-paid-left-changelog"
         cli("consume", changelog, "--from-beginning", "--max", "2", *secured)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as served:
+            assert b"streamjoin_records_in_total" in served.read()
     finally:
         stop(worker)
     shutil.rmtree(tmp_path / "state")
-    worker = start_worker(tmp_path, secured_kafka.address("MTLS"), config)
+    scram = tmp_path / "scram.properties"
+    security = secured_kafka.client_security("SASL_SSL", mechanism="SCRAM-SHA-256")
+    scram.write_text(properties_text(client_properties(security)))
+    worker = start_worker(tmp_path, secured_kafka.address("SASL_SSL"), scram)
     try:
         cli("produce", f"payments-{suffix}", *secured, stdin='o-2\t{"method": "voucher"}\n')
         joined = cli("consume", f"paid-{suffix}", "--from-beginning", "--max", "2", *secured)
