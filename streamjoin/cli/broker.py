@@ -15,7 +15,7 @@ from streamjoin.broker import Broker, EmbeddedBroker, KafkaBroker
 from streamjoin.broker.kafka import Listener
 from streamjoin.broker.kafka_jars import fetch_kafka_jars, kafka_jars_dir, kafka_version
 from streamjoin.cli import fail
-from streamjoin.kafka.security_config import client_properties, properties_text
+from streamjoin.kafka.client_properties import client_properties, properties_text
 
 __all__ = ("register",)
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from streamjoin.kafka.client_properties import client_properties
 from streamjoin.kafka.connection import KafkaConnection, KafkaTarget, connect
-from streamjoin.kafka.security_config import client_properties
 from streamjoin.kafka.security_shipping import ship
 from streamjoin.spark.kafka_source import KafkaDataSource
 from streamjoin.spark.offsets import OffsetRange, ranges_to_json

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from streamjoin.broker import KafkaBroker
 from streamjoin.cli import app
-from streamjoin.kafka.security_config import client_properties, properties_text
+from streamjoin.kafka.client_properties import client_properties, properties_text
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(300)]
 

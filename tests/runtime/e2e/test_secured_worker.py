@@ -22,7 +22,7 @@ from streamjoin.broker import KafkaBroker
 from streamjoin.broker.base import free_port
 from streamjoin.cli import app
 from streamjoin.group import CooperativeConsumer
-from streamjoin.kafka.security_config import client_properties, properties_text
+from streamjoin.kafka.client_properties import client_properties, properties_text
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(300)]
 

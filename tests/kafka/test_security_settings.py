@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from streamjoin.broker.tls import TlsFiles, make_certificates
 from streamjoin.errors import ConfigurationError
-from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.kafka.security_config import (
+from streamjoin.kafka.client_properties import (
     client_properties,
     parse_client_properties,
     properties_text,
-    resolve_security,
 )
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.security import KafkaSecurity
+from streamjoin.kafka.security_config import resolve_security
 from streamjoin.kafka.security_shipping import ship, unship
 
 SCRAM = """\
