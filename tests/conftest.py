@@ -96,13 +96,15 @@ SECURED_USER = ("alice", "alice-secret")
 @pytest.fixture(scope="session")
 def secured_kafka() -> Iterator[KafkaBroker]:
     """Apache Kafka with secured listeners beside its PLAINTEXT one (for setup): SSL, mutual TLS
-    (MTLS), SASL_SSL with PLAIN and SCRAM, and SASL_PLAINTEXT with SCRAM-SHA-512 only
-    (SCRAM_ONLY); started once, for the tests that ask for it."""
+    (MTLS), SASL_SSL with PLAIN and SCRAM, SASL_PLAINTEXT with SCRAM-SHA-512 only
+    (SCRAM_ONLY), and SASL_PLAINTEXT with OAUTHBEARER (OAUTH, unsecured JWTs); started once,
+    for the tests that ask for it."""
     listeners = [
         Listener("SSL", "SSL"),
         Listener("MTLS", "SSL", client_auth=True),
         Listener("SASL_SSL", "SASL_SSL"),
         Listener("SCRAM_ONLY", "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-512",)),
+        Listener("OAUTH", "SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",)),
     ]
     with KafkaBroker(listeners=listeners, users=dict([SECURED_USER])) as running:
         yield running

@@ -62,6 +62,11 @@ class Listener:
 
 
 def _jaas(mechanism: str, users: Mapping[str, str]) -> str:
+    if mechanism == "OAUTHBEARER":  # Kafka's unsecured JWTs ("alg": "none"): for tests only
+        return (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="broker";'
+        )
     if mechanism == "PLAIN":
         accounts = "".join(f' user_{name}="{password}"' for name, password in users.items())
         return f"org.apache.kafka.common.security.plain.PlainLoginModule required{accounts};"

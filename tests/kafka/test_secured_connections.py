@@ -156,3 +156,60 @@ def test_help_shows_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert shown.exit_code == 0
     assert "--sasl-password" in shown.output and "--kafka-config" in shown.output
     assert PASSWORD not in shown.output
+
+
+OAUTH_APP = """
+import base64
+import json
+import time
+
+from aiokafka.abc import AbstractTokenProvider
+
+import streamjoin
+
+
+def _part(fields):
+    return base64.urlsafe_b64encode(json.dumps(fields).encode()).rstrip(b"=").decode()
+
+
+class UnsecuredTokens(AbstractTokenProvider):
+    async def token(self):
+        now = int(time.time())
+        claims = {{"sub": "alice", "iat": now, "exp": now + 3600}}
+        return f"{{_part({{'alg': 'none'}})}}.{{_part(claims)}}."
+
+
+joins = streamjoin.App(
+    "oauth-{suffix}",
+    security=streamjoin.KafkaSecurity(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=UnsecuredTokens(),
+    ),
+)
+left = joins.topic("left-{suffix}")
+right = joins.topic("right-{suffix}")
+
+
+@joins.join(left, right, window=streamjoin.JoinWindows(before=0, after=1_000), into="out-{suffix}")
+def joined(a, b):
+    return a
+"""
+
+
+def test_oauthbearer_with_the_apps_token_provider(
+    secured_kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    (tmp_path / "oauth_app.py").write_text(OAUTH_APP.format(suffix=suffix))
+    plain = ["--bootstrap", secured_kafka.bootstrap]
+    created = runner.invoke(
+        app, ["topics", "create", f"left-{suffix}", f"right-{suffix}", "-p", "3", *plain]
+    )
+    assert created.exit_code == 0, created.output
+    oauth = ["--bootstrap", secured_kafka.address("OAUTH")]
+    described = runner.invoke(
+        app, ["describe", "oauth_app:joins", "--app-dir", str(tmp_path), *oauth]
+    )
+    assert described.exit_code == 0, described.output
+    assert f"Source: left-{suffix} (3 partitions)" in described.output
