@@ -19,6 +19,7 @@ from streamjoin.kafka.client_properties import (
     parse_client_properties,
     properties_text,
 )
+from streamjoin.kafka.connect_errors import explain
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.kafka.security_config import resolve_security
@@ -168,3 +169,15 @@ def test_settings_travel_to_spark_workers_with_their_files(tls: TlsFiles) -> Non
         security, ssl_cafile=None, ssl_certfile=None, ssl_keyfile=None
     )
     assert ship(KafkaSecurity()) == {} and unship({}) == KafkaSecurity()
+
+
+def test_a_certificate_for_another_host_names_the_hostname_check() -> None:
+    mismatch = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    mismatch.verify_code = 62  # X509_V_ERR_HOSTNAME_MISMATCH
+    mismatch.verify_message = "Hostname mismatch, certificate is not valid for 'kafka-1'."
+    security = KafkaSecurity("SSL")
+    line = explain([mismatch], "kafka-1:9093", security, tls_listener=False)
+    assert line is not None and "does not name that host" in line
+    assert "--ssl-no-check-hostname" in line
+    unchecked = KafkaSecurity("SSL", ssl_check_hostname=False).client_kwargs()["ssl_context"]
+    assert not unchecked.check_hostname and unchecked.verify_mode == ssl.CERT_REQUIRED
