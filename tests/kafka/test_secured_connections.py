@@ -62,11 +62,13 @@ def test_topics_produce_and_consume_over_each_listener(
     ]
 
 
-def refused(*args: str, password: str = PASSWORD) -> str:
+def refused(
+    *args: str, password: str = PASSWORD, command: tuple[str, ...] = ("topics", "list")
+) -> str:
     """A command that must fail: status 2, one error line, no traceback, no password."""
     env = {**os.environ, "STREAMJOIN_SASL_PASSWORD": password}
     done = subprocess.run(
-        [sys.executable, "-m", "streamjoin", "topics", "list", *args],
+        [sys.executable, "-m", "streamjoin", *command, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -76,9 +78,9 @@ def refused(*args: str, password: str = PASSWORD) -> str:
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert not password or password not in done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    return lines[0]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, done.stderr  # (a worker logs its settings first)
+    return errors[0]
 
 
 def test_a_ca_that_did_not_sign_the_broker_is_named(
@@ -213,3 +215,20 @@ def test_oauthbearer_with_the_apps_token_provider(
     )
     assert described.exit_code == 0, described.output
     assert f"Source: left-{suffix} (3 partitions)" in described.output
+
+
+def test_a_worker_with_a_wrong_password_stops_at_once(
+    secured_kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    (tmp_path / "oauth_app.py").write_text(OAUTH_APP.format(suffix="w"))
+    assert secured_kafka.tls is not None
+    worker = ("worker", "oauth_app:joins", "--app-dir", str(tmp_path))
+    line = refused(
+        *("--bootstrap", secured_kafka.address("SASL_SSL"), "--security-protocol", "SASL_SSL"),
+        *("--ssl-cafile", str(secured_kafka.tls.ca), "--sasl-mechanism", "SCRAM-SHA-512"),
+        *("--sasl-username", "alice", "--state-dir", str(tmp_path / "state")),
+        password="wrong-password",
+        command=worker,
+    )
+    # The options override the app's OAUTHBEARER settings, field by field.
+    assert "SASL authentication failed" in line and "(SCRAM-SHA-512)" in line
