@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from streamjoin.broker import BROKER_KINDS, Broker, EmbeddedBroker, KafkaBroker, local_broker
+from streamjoin.broker.kafka import Listener
 
 BROKER_ENV = "STREAMJOIN_TEST_BROKER"
 DEFAULT_BROKER = "kafka"
@@ -86,3 +87,24 @@ def each_broker(request: pytest.FixtureRequest) -> Broker:
 def unique() -> str:
     """A short unique suffix for topic and group names."""
     return uuid.uuid4().hex[:10]
+
+
+SECURED_USER = ("alice", "alice-secret")
+"""The SASL user of `secured_kafka` (PLAIN and SCRAM-SHA-256/512)."""
+
+
+@pytest.fixture(scope="session")
+def secured_kafka() -> Iterator[KafkaBroker]:
+    """Apache Kafka with secured listeners beside its PLAINTEXT one (for setup): SSL, mutual TLS
+    (MTLS), SASL_SSL with PLAIN and SCRAM, SASL_PLAINTEXT with SCRAM-SHA-512 only
+    (SCRAM_ONLY), and SASL_PLAINTEXT with OAUTHBEARER (OAUTH, unsecured JWTs); started once,
+    for the tests that ask for it."""
+    listeners = [
+        Listener("SSL", "SSL"),
+        Listener("MTLS", "SSL", client_auth=True),
+        Listener("SASL_SSL", "SASL_SSL"),
+        Listener("SCRAM_ONLY", "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-512",)),
+        Listener("OAUTH", "SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",)),
+    ]
+    with KafkaBroker(listeners=listeners, users=dict([SECURED_USER])) as running:
+        yield running

@@ -18,7 +18,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
@@ -30,6 +29,7 @@ from verify import OUTPUT, OutputLog, collect_output, expected_pairs
 from workers import WorkerProcess
 
 from streamjoin.broker import BROKER_KINDS, local_broker
+from streamjoin.kafka.security_config import connection_from_environment
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
@@ -42,7 +42,7 @@ async def produce_paced(
 ) -> tuple[int, float]:
     """Send the traffic in time order at about `rate` records per second, and say when it is
     done; returns how many records, and when the last was acknowledged (monotonic)."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = connection_from_environment(bootstrap).producer(linger_ms=5)
     await producer.start()
     sent, started = 0, time.monotonic()
     try:
@@ -113,7 +113,8 @@ async def at(start: float, seconds: float) -> None:
 
 async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> bool:
     await ensure_topics(
-        bootstrap, [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)]
+        connection_from_environment(bootstrap),
+        [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)],
     )
     # Event times from now, as live traffic has: a broker's time-based retention (the windowed
     # changelogs' retention.ms) deletes records whose timestamps are already older than it.

@@ -9,8 +9,10 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from data import AdTraffic
+
+from streamjoin.kafka.security_config import connection_from_environment
 
 OUTPUT = "ads-attributed"
 
@@ -68,7 +70,7 @@ def longest_gap_at(times: list[float], start: float, end: float) -> tuple[float,
 async def collect_output(
     bootstrap: str, partitions: int, log: OutputLog, stop: asyncio.Event
 ) -> None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = connection_from_environment(bootstrap).consumer(enable_auto_commit=False)
     await consumer.start()
     try:
         tps = [TopicPartition(OUTPUT, p) for p in range(partitions)]

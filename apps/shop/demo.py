@@ -24,7 +24,7 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from rich.console import Console
 
 HERE = Path(__file__).resolve().parent
@@ -46,6 +46,7 @@ from workers import WorkerProcess, totals  # noqa: E402 - the ad demo's worker l
 from streamjoin.broker import EmbeddedBroker  # noqa: E402
 from streamjoin.cli.describe import render  # noqa: E402
 from streamjoin.dsl.topology import compile_topology  # noqa: E402
+from streamjoin.kafka.security_config import connection_from_environment  # noqa: E402
 from streamjoin.kafka.topics import TopicSpec, ensure_topics  # noqa: E402
 from streamjoin.runtime.description import describe_topology  # noqa: E402
 
@@ -63,7 +64,7 @@ def topic_of(record: Event) -> str:
 
 async def produce_paced(bootstrap: str, events: list[Event], rate: float) -> int:
     """Send the events in time order at about `rate` records per second."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = connection_from_environment(bootstrap).producer(linger_ms=5)
     await producer.start()
     started = time.monotonic()
     try:
@@ -85,7 +86,7 @@ async def produce_paced(bootstrap: str, events: list[Event], rate: float) -> int
 
 async def produce_countries(bootstrap: str) -> None:
     """The global table, before any worker starts (each restores it before processing)."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    producer = connection_from_environment(bootstrap).producer()
     await producer.start()
     try:
         for code, region in COUNTRIES.items():
@@ -106,7 +107,7 @@ async def collect_output(
 ) -> None:
     """Count shipped orders and note the regions of located ones as they arrive; `done` once
     every expected one is there."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = connection_from_environment(bootstrap).consumer(enable_auto_commit=False)
     await consumer.start()
     try:
         tps = [
@@ -149,7 +150,10 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     # would otherwise pick its own partition count).
     partitions = LAYOUT["shop-orders"]
     outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT, LOCATED)]
-    await ensure_topics(bootstrap, [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs])
+    await ensure_topics(
+        connection_from_environment(bootstrap),
+        [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs],
+    )
     console.print(render(describe_topology(compile_topology(joins, LAYOUT))))
     events, expected = generate_shop(orders)
     console.print(

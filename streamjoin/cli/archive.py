@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.spark_support import (
     ConfOption,
     MasterOption,
@@ -33,6 +34,7 @@ def archive(  # noqa: PLR0917 - one parameter per command-line option
     ] = False,
     master: MasterOption = "local[*]",
     conf: ConfOption = None,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Write a topic's records to Parquet, up to each partition's high watermark."""
     require_spark()
@@ -44,10 +46,12 @@ def archive(  # noqa: PLR0917 - one parameter per command-line option
         reported(f"archive of topic {topic!r}"),
         session.spark_session(master, parse_conf(conf), "streamjoin-archive") as spark,
     ):
-        written = spark_archive.archive_topic(spark, bootstrap, topic, to, append=append)
+        written = spark_archive.archive_topic(
+            spark, security.connection(bootstrap), topic, to, append=append
+        )
     offsets = sum(r.size for r in written)
     console.print(f"archived {offsets} offsets of {topic!r} from {len(written)} partitions to {to}")
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(archive)
+    app.command()(security_options(archive))

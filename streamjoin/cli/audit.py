@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.spark_support import (
     ArchiveOption,
     BootstrapOption,
@@ -77,6 +78,7 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
     ] = 5,
     master: MasterOption = "local[*]",
     conf: ConfOption = None,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Diff a join's output against its recomputation on Spark, classifying every difference."""
     require_spark()
@@ -86,7 +88,10 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
     console = Console(highlight=False)
     loaded, spec = load_join(app, app_dir, join)
     with reported(f"audit of join {join!r}"):
-        sources = inputs.Sources(bootstrap or loaded.settings.broker, parse_archives(archive))
+        sources = inputs.Sources(
+            security.connection(bootstrap or loaded.settings.broker, loaded.settings.security),
+            parse_archives(archive),
+        )
         time_range = inputs.TimeRange(
             None if from_ is None else inputs.parse_instant(from_),
             None if to is None else inputs.parse_instant(to),
@@ -103,4 +108,4 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(audit)
+    app.command()(security_options(audit))

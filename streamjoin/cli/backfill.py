@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.spark_support import (
     ArchiveOption,
     BootstrapOption,
@@ -61,6 +62,7 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
     ] = False,
     master: MasterOption = "local[*]",
     conf: ConfOption = None,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Run a join over history (Kafka or Parquet archives) as a Spark batch job."""
     require_spark()
@@ -72,7 +74,7 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
     started = time.monotonic()
     loaded, spec = load_join(app, app_dir, join)
     with reported(f"backfill of join {join!r}"):
-        broker = bootstrap or loaded.settings.broker
+        broker = security.connection(bootstrap or loaded.settings.broker, loaded.settings.security)
         sources = inputs.Sources(
             broker,
             parse_archives(archive),
@@ -100,4 +102,4 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(backfill)
+    app.command()(security_options(backfill))

@@ -10,10 +10,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
+from aiokafka import ConsumerRecord
 
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
 __all__ = ("Format", "register", "render")
@@ -61,7 +63,7 @@ def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
 
 
 async def _consume(
-    bootstrap: str,
+    kafka: KafkaConnection,
     topic: str,
     *,
     from_beginning: bool,
@@ -69,14 +71,14 @@ async def _consume(
     idle_s: float | None,
     fmt: Format,
 ) -> int:
-    partitions = await topic_partitions(bootstrap, [topic])
+    partitions = await topic_partitions(kafka, [topic])
     # Where each partition ends now, from a fetch (ListOffsets is wrong on the embedded broker).
     ends = (
         {}
         if from_beginning
-        else {(b.topic, b.partition): b.end for b in await log_bounds(bootstrap, partitions)}
+        else {(b.topic, b.partition): b.end for b in await log_bounds(kafka, partitions)}
     )
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = kafka.consumer(enable_auto_commit=False)
     await consumer.start()
     printed, last_seen = 0, time.monotonic()
     try:
@@ -127,6 +129,7 @@ def consume(
         Format, typer.Option("--format", help="One line per record: key=value fields or JSON.")
     ] = Format.text,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Print a topic's records, one per line, until --max, --timeout or Ctrl-C."""
     quiet_logs()
@@ -136,7 +139,7 @@ def consume(
         fail(f"--timeout {timeout}: give a number of seconds above 0")
     run_kafka(
         _consume(
-            bootstrap,
+            security.connection(bootstrap),
             topic,
             from_beginning=from_beginning,
             limit=max_records,
@@ -147,4 +150,4 @@ def consume(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(consume)
+    app.command()(security_options(consume))

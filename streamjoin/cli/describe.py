@@ -16,18 +16,20 @@ from typing import Annotated, Any
 import typer
 
 from streamjoin.cli import fail
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.dsl.loading import load_app
 from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import StreamJoinError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.topics import partition_counts
 from streamjoin.runtime.description import describe_topology
 
 __all__ = ("register",)
 
 
-async def _broker_counts(bootstrap: str) -> dict[str, int]:
-    async with open_admin(bootstrap) as admin:
+async def _broker_counts(kafka: KafkaConnection) -> dict[str, int]:
+    async with open_admin(kafka) as admin:
         return await partition_counts(admin)
 
 
@@ -41,13 +43,18 @@ def describe(
         str | None,
         typer.Option(help="Read partition counts from this broker (default: declared ones)."),
     ] = None,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Print the app's topology: sub-topologies, steps, joins, stores and internal topics."""
     if output_format not in ("text", "json"):
         fail(f"--format {output_format!r}: use text or json")
     try:
         loaded = load_app(app, app_dir)
-        existing = asyncio.run(_broker_counts(bootstrap)) if bootstrap else {}
+        existing = (
+            asyncio.run(_broker_counts(security.connection(bootstrap, loaded.settings.security)))
+            if bootstrap
+            else {}
+        )
         topology = compile_topology(loaded, existing, require_sources=bootstrap is not None)
     except StreamJoinError as exc:
         fail(str(exc))
@@ -117,4 +124,4 @@ def render(description: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(describe)
+    app.command()(security_options(describe))

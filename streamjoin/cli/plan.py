@@ -12,6 +12,7 @@ import typer
 from streamjoin.assignment import plan
 from streamjoin.cli import fail
 from streamjoin.cli.plan_live import read_group_scenario
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.errors import StreamJoinError
 
 __all__ = ("register",)
@@ -137,6 +138,7 @@ def plan_command(
         bool,
         typer.Option("--tasks", help="SCENARIO.json is a task scenario: plan streamjoin's tasks."),
     ] = False,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Show each member's partitions, balance and what would move, for a consumer group."""
     if tasks:
@@ -157,7 +159,7 @@ def plan_command(
         if bootstrap is None:
             fail("--from-group needs --bootstrap HOST:PORT")
         try:
-            scenario = read_group_scenario(str(from_group), bootstrap)
+            scenario = read_group_scenario(str(from_group), security.connection(bootstrap))
         except StreamJoinError as exc:
             fail(str(exc))
     try:
@@ -168,4 +170,4 @@ def plan_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan")(plan_command)
+    app.command("plan")(security_options(plan_command))

@@ -20,6 +20,7 @@ from streamjoin.assignment.consumer.stream_join_user_data import decode_stream_j
 from streamjoin.assignment.model import NO_GENERATION
 from streamjoin.errors import ConfigurationError, ProtocolDecodeError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import partition_counts
 
 __all__ = ("group_scenario", "read_group_scenario")
@@ -30,7 +31,9 @@ Member = tuple[str, str, str, bytes, bytes]
 """DescribeGroups' member: id, client id, client host, metadata, assignment."""
 
 
-def read_group_scenario(group: str, bootstrap: str, timeout_s: float = 15.0) -> dict[str, Any]:
+def read_group_scenario(
+    group: str, bootstrap: KafkaTarget, timeout_s: float = 15.0
+) -> dict[str, Any]:
     """The scenario of `group` as the broker at `bootstrap` sees it now.
 
     Raises a StreamJoinError (one line) when the broker cannot be reached, cannot describe
@@ -50,7 +53,7 @@ def read_group_scenario(group: str, bootstrap: str, timeout_s: float = 15.0) -> 
         ) from None
 
 
-async def _read(group: str, bootstrap: str) -> dict[str, Any]:
+async def _read(group: str, bootstrap: KafkaTarget) -> dict[str, Any]:
     async with open_admin(bootstrap) as admin:
         responses = await admin.describe_consumer_groups([group])
         topics = await partition_counts(admin)

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from aiokafka import AIOKafkaProducer
 from rich.markup import escape
 
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.topics import partition_counts
 
 __all__ = ("LineRecord", "parse_lines", "register")
@@ -80,16 +81,16 @@ def parse_lines(
     return records
 
 
-async def _send(bootstrap: str, topic: str, records: list[LineRecord]) -> dict[int, int]:
-    async with open_admin(bootstrap) as admin:
+async def _send(kafka: KafkaConnection, topic: str, records: list[LineRecord]) -> dict[int, int]:
+    async with open_admin(kafka) as admin:
         counts = await partition_counts(admin)
     if topic not in counts:
         # Sending would make a broker with auto-creation create it with its default layout.
         raise ConfigurationError(
-            f"topic {topic!r} does not exist at {bootstrap}; create it first with "
+            f"topic {topic!r} does not exist at {kafka}; create it first with "
             f"`streamjoin topics create {topic} --partitions N`"
         )
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    producer = kafka.producer(acks="all", linger_ms=5)
     await producer.start()
     try:
         futures = [
@@ -126,6 +127,7 @@ def produce(
         ),
     ] = None,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Send records read from stdin, one per line.
 
@@ -141,10 +143,10 @@ def produce(
         fail(escape(str(exc)))
     if not records:
         fail("no records on stdin (one per line: KEY<TAB>VALUE, or JSON with --key-field)")
-    sent = run_kafka(_send(bootstrap, topic, records))
+    sent = run_kafka(_send(security.connection(bootstrap), topic, records))
     spread = ", ".join(f"{p}: {n}" for p, n in sorted(sent.items()))
     typer.echo(f"sent {len(records)} records to {topic} (by partition {spread})")
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(produce)
+    app.command()(security_options(produce))

@@ -9,7 +9,9 @@ import typer
 
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.topics import TopicSpec, create_topics, partition_counts, topic_config
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
@@ -29,6 +31,7 @@ def _config(compact: bool, entries: list[str]) -> dict[str, str]:
 
 
 @topics.command("create")
+@security_options
 def create(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to create.")],
     *,
@@ -56,6 +59,7 @@ def create(
         ),
     ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Create topics; refuses, creating none, if one of them exists already."""
     quiet_logs()
@@ -65,7 +69,9 @@ def create(
         fail(f"a topic is named twice: {' '.join(names)}")
     settings = _config(compact, config or [])
     specs = [TopicSpec(n, partitions, settings) for n in names]
-    existed = run_kafka(create_topics(bootstrap, specs, if_not_exists=if_not_exists))
+    existed = run_kafka(
+        create_topics(security.connection(bootstrap), specs, if_not_exists=if_not_exists)
+    )
     extra = "".join(f", {k}={v}" for k, v in sorted(settings.items()))
     for name in names:
         if name in existed:
@@ -74,32 +80,34 @@ def create(
             typer.echo(f"created topic {name} ({partitions} partitions{extra})")
 
 
-async def _list(bootstrap: str) -> dict[str, int]:
-    async with open_admin(bootstrap) as admin:
+async def _list(kafka: KafkaConnection) -> dict[str, int]:
+    async with open_admin(kafka) as admin:
         return await partition_counts(admin)
 
 
 @topics.command("list")
+@security_options
 def list_topics(
     internal: Annotated[
         bool, typer.Option("--internal", help="Also list the broker's own topics (__*).")
     ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """List topics with their partition counts."""
     quiet_logs()
-    counts = run_kafka(_list(bootstrap))
+    counts = run_kafka(_list(security.connection(bootstrap)))
     shown = sorted(n for n in counts if internal or not n.startswith("__"))
     width = max((len(n) for n in shown), default=0)
     for name in shown:
         typer.echo(f"{name:<{width}}  {counts[name]:>4} partitions")
 
 
-async def _describe(bootstrap: str, name: str, all_config: bool) -> list[str]:
-    partitions = await topic_partitions(bootstrap, [name])
-    async with open_admin(bootstrap) as admin:
+async def _describe(kafka: KafkaConnection, name: str, all_config: bool) -> list[str]:
+    partitions = await topic_partitions(kafka, [name])
+    async with open_admin(kafka) as admin:
         config = await topic_config(admin, name)
-    bounds = await log_bounds(bootstrap, partitions)
+    bounds = await log_bounds(kafka, partitions)
     settings = ", ".join(
         f"{key}={value}" + (" (default)" if default else "")
         for key, (value, default) in sorted(config.items())
@@ -117,6 +125,7 @@ async def _describe(bootstrap: str, name: str, all_config: bool) -> list[str]:
 
 
 @topics.command("describe")
+@security_options
 def describe(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Topics to describe.")],
     all_config: Annotated[
@@ -128,13 +137,15 @@ def describe(
         ),
     ] = False,
     bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Show a topic's partitions, configuration and each partition's start and end offsets."""
     quiet_logs()
+    kafka = security.connection(bootstrap)
     for i, name in enumerate(names):
         if i:
             typer.echo("")
-        typer.echo("\n".join(run_kafka(_describe(bootstrap, name, all_config))))
+        typer.echo("\n".join(run_kafka(_describe(kafka, name, all_config))))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import enum
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from rich.markup import escape
 
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import run_kafka
+from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.worker_checks import (
     check_metrics_port,
     check_state_dir,
@@ -197,6 +199,11 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             "(Kafka Streams never creates inputs; neither does the worker without this).",
         ),
     ] = False,
+    metrics_host: Annotated[
+        str,
+        typer.Option(metavar="HOST", help="Address the Prometheus endpoint listens on."),
+    ] = "0.0.0.0",
+    security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Run an app's joins as one member of its worker group.
 
@@ -210,6 +217,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         memory_budget_bytes=None if memory is None else parse_size(memory),
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
+        metrics_host=metrics_host,
         on_error=None if on_error is None else on_error.value,
         max_future_ms=max_future_ms,
         broker_unavailable_timeout_s=broker_unavailable_timeout,
@@ -231,15 +239,16 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         )
         if auto_offset_reset is not None:
             loaded.settings.auto_offset_reset = auto_offset_reset.value
+        options = replace(options, security=security.resolve(loaded.settings.security))
         running = Worker(loaded, options)
         # Local settings first: failing on them later would leave Kafka clients half set up.
         check_state_dir(running.state_dir, loaded.app_id)
         if metrics_port is not None:
-            check_metrics_port(metrics_port)
+            check_metrics_port(metrics_port, metrics_host)
     except StreamJoinError as exc:
         fail(escape(str(exc)))
     if create_topics:
-        run_kafka(create_missing_inputs(loaded, running.bootstrap))
+        run_kafka(create_missing_inputs(loaded, running.kafka))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -260,4 +269,4 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(worker)
+    app.command()(security_options(worker))

@@ -12,6 +12,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.topics import Topic
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 
 __all__ = ("check_metrics_port", "check_state_dir", "create_missing_inputs")
@@ -37,24 +38,28 @@ def check_state_dir(state_dir: Path, app_id: str) -> None:
         raise ConfigurationError(f"--state-dir {state_dir}: {directory} is not writable")
 
 
-def check_metrics_port(port: int) -> None:
-    """Refuse a port outside 1-65535 or one that something already listens on."""
+def check_metrics_port(port: int, host: str = "0.0.0.0") -> None:
+    """Refuse a port outside 1-65535, one that something already listens on, or a host
+    address this machine cannot listen on."""
     if not 0 < port < 65536:
         raise ConfigurationError(f"--metrics-port {port}: give a port from 1 to 65535")
-    with socket.socket() as probe:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except (OSError, UnicodeError) as exc:
+        raise ConfigurationError(f"--metrics-host {host}: {exc}") from None
+    with socket.socket(family) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("0.0.0.0", port))
+            probe.bind((host, port))
         except OSError as exc:
-            reason = (
-                "the port is already in use; pick another one"
-                if exc.errno == errno.EADDRINUSE
-                else f"cannot listen on it ({exc.strerror})"
-            )
-            raise ConfigurationError(f"--metrics-port {port}: {reason}") from None
+            if exc.errno == errno.EADDRINUSE:
+                reason = "the port is already in use; pick another one"
+                raise ConfigurationError(f"--metrics-port {port}: {reason}") from None
+            reason = f"cannot listen on {host}:{port} ({exc.strerror})"
+            raise ConfigurationError(f"--metrics-host {host}: {reason}") from None
 
 
-async def create_missing_inputs(app: App, bootstrap: str) -> None:
+async def create_missing_inputs(app: App, bootstrap: KafkaTarget) -> None:
     """Create the app's source topics that do not exist (not the ones it writes itself:
     repartition topics and join outputs), with the partition count the app declares for them
     or, failing that, that of the other side of the join that reads them."""

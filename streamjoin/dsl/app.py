@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from streamjoin.dsl.topics import GlobalTable, Stream, Table, Topic, make_topic
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.offset_reset import OffsetReset, check_policy
+from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
@@ -30,6 +31,10 @@ class AppSettings:
     """Worker settings an app carries; the `streamjoin worker` options override them."""
 
     broker: str = "localhost:9092"
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    """TLS and SASL settings of every Kafka connection; the command line, STREAMJOIN_*
+    environment variables and `--kafka-config` override them (README "Connecting to a secured
+    cluster")."""
     state_dir: Path = Path("./state")
     commit_interval_s: float = 5.0
     max_task_idle_ms: int = 0

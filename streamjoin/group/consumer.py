@@ -14,8 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from aiokafka.client import AIOKafkaClient
+from aiokafka import ConsumerRecord
 from aiokafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from streamjoin.assignment.model import PartitionAssignor, TopicPartition
@@ -26,6 +25,8 @@ from streamjoin.group.feed import PartitionFeed, Records
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.group.member import GroupMember
 from streamjoin.group.offset_reset import PositionReset, check_policy
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.security import KafkaSecurity
 
 __all__ = ("CooperativeConsumer",)
 
@@ -67,7 +68,8 @@ class CooperativeConsumer:
     records are committed once returned, as with aiokafka). `auto_offset_reset` (earliest,
     latest, none) says where a partition without a committed offset, or whose committed offset
     is no longer in the log, resumes (the latter with a warning). Other keyword arguments go to
-    `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...).
+    `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...); `security` holds the TLS and
+    SASL settings of both its connections (default: PLAINTEXT).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class CooperativeConsumer:
         *topics: str,
         bootstrap_servers: str,
         group_id: str,
+        security: KafkaSecurity | None = None,
         assignors: Sequence[str | PartitionAssignor] = ("cooperative-sticky",),
         listener: RebalanceListener | None = None,
         group_instance_id: str | None = None,
@@ -102,13 +105,11 @@ class CooperativeConsumer:
         )
         self.auto_commit = enable_auto_commit
         self._auto_commit_interval = auto_commit_interval_ms / 1000
-        self._client = AIOKafkaClient(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=max(40_000, rebalance_timeout_ms + 5_000),
+        kafka = KafkaConnection(bootstrap_servers, security or KafkaSecurity())
+        self._client = kafka.client(
+            client_id=client_id, request_timeout_ms=max(40_000, rebalance_timeout_ms + 5_000)
         )
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap_servers,
+        self._consumer = kafka.consumer(
             client_id=client_id,
             group_id=None,
             enable_auto_commit=False,

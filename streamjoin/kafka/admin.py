@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import logging
-import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import NoReturn
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.connect_errors import (
+    KafkaSecurityError,
+    collected_errors,
+    explain,
+    in_words,
+    speaks_tls,
+)
+from streamjoin.kafka.connection import KafkaConnection, KafkaTarget, connect
 
 __all__ = ("BrokerUnreachable", "open_admin")
 
@@ -26,58 +33,39 @@ class BrokerUnreachable(StreamJoinError):
         self.bootstrap = bootstrap
 
 
-def _in_words(error: BaseException) -> str:
-    if isinstance(error, TimeoutError):
-        return "timed out"
-    if isinstance(error, OSError) and error.errno and error.errno > 0:
-        return os.strerror(error.errno).lower()
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror.lower()
-    if isinstance(error, KafkaError) and error.args:
-        return str(error.args[0])  # its str() repeats the class name
-    return str(error) or type(error).__name__
-
-
-@contextmanager
-def _connect_errors(bootstrap: str) -> Iterator[list[str]]:
-    """Collect, instead of logging, aiokafka's "Unable connect to" errors for `bootstrap`'s
-    hosts: the one-line BrokerUnreachable says the same once, in words."""
-    hosts = {address.strip() for address in bootstrap.split(",")}
-    found: list[str] = []
-
-    def keep(record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        if record.msg.startswith("Unable connect to") and len(args) == 3:
-            host, port, error = args
-            if f"{host}:{port}" in hosts and isinstance(error, BaseException):
-                found.append(_in_words(error))
-                return False
-        return True
-
-    client_log = logging.getLogger("aiokafka")
-    client_log.addFilter(keep)
-    try:
-        yield found
-    finally:
-        client_log.removeFilter(keep)
-
-
 @asynccontextmanager
 async def open_admin(
-    bootstrap: str, *, timeout_ms: int = 10_000
+    target: KafkaTarget, *, timeout_ms: int = 10_000
 ) -> AsyncIterator[AIOKafkaAdminClient]:
-    """An admin client that is closed on exit; an unreachable broker raises BrokerUnreachable."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
-    with _connect_errors(bootstrap) as reasons:
+    """An admin client that is closed on exit. It is the first connection of every command
+    and worker, so it says why a connection fails: a TLS or SASL failure raises
+    KafkaSecurityError, an unreachable broker BrokerUnreachable."""
+    kafka = connect(target)
+    admin = kafka.admin(request_timeout_ms=timeout_ms)
+    with collected_errors(kafka.bootstrap) as errors:
         try:
             await admin.start()
         except (KafkaConnectionError, KafkaError, OSError) as exc:
             await admin.close()
-            reason = ", ".join(dict.fromkeys(reasons))
-            if not reasons and not isinstance(exc, KafkaConnectionError):
-                reason = _in_words(exc)
-            raise BrokerUnreachable(bootstrap, reason) from exc
+            await _raise_for(kafka, errors, exc)
     try:
         yield admin
     finally:
         await admin.close()
+
+
+async def _raise_for(
+    kafka: KafkaConnection, errors: list[BaseException], failure: BaseException
+) -> NoReturn:
+    """The one-line error for a failed first connection: `errors` are the attempts aiokafka
+    logged, `failure` what it raised."""
+    security = kafka.security
+    refused = errors and all(isinstance(e, ConnectionRefusedError) for e in errors)
+    tls_listener = not security.uses_tls and not refused and await speaks_tls(kafka.bootstrap)
+    message = explain(errors, kafka.bootstrap, security, tls_listener=tls_listener)
+    if message is not None:
+        raise KafkaSecurityError(message) from failure
+    reasons = [in_words(e) for e in errors]
+    if not errors and not isinstance(failure, KafkaConnectionError):
+        reasons = [in_words(failure)]
+    raise BrokerUnreachable(kafka.bootstrap, ", ".join(dict.fromkeys(reasons))) from failure

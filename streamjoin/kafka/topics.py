@@ -21,6 +21,7 @@ from aiokafka.errors import for_code
 
 from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget
 
 __all__ = (
     "TopicLayoutError",
@@ -119,13 +120,13 @@ async def _create(admin: AIOKafkaAdminClient, specs: list[TopicSpec]) -> None:
         logger.info("created %s %r with %d partitions", spec.purpose, spec.name, spec.partitions)
 
 
-async def ensure_topics(bootstrap: str, specs: Iterable[TopicSpec]) -> dict[str, int]:
+async def ensure_topics(kafka: KafkaTarget, specs: Iterable[TopicSpec]) -> dict[str, int]:
     """Create missing topics; refuse existing ones whose partition count differs from the spec.
 
     Returns the partition count of every topic named in `specs`.
     """
     wanted = {spec.name: spec for spec in specs}
-    async with open_admin(bootstrap) as admin:
+    async with open_admin(kafka) as admin:
         existing = await partition_counts(admin)
         _check_layout(wanted, existing)
         missing = [spec for name, spec in sorted(wanted.items()) if name not in existing]
@@ -137,7 +138,7 @@ async def ensure_topics(bootstrap: str, specs: Iterable[TopicSpec]) -> dict[str,
 
 
 async def create_topics(
-    bootstrap: str, specs: Sequence[TopicSpec], *, if_not_exists: bool = False
+    kafka: KafkaTarget, specs: Sequence[TopicSpec], *, if_not_exists: bool = False
 ) -> dict[str, int]:
     """Create every topic of `specs` or none: bad partition counts and existing topics are
     refused before anything is created (unlike `ensure_topics`, which accepts existing ones).
@@ -146,12 +147,12 @@ async def create_topics(
     bad = [f"{s.name!r}: {s.partitions}" for s in specs if s.partitions < 1]
     if bad:
         raise ConfigurationError(f"a topic needs at least 1 partition ({', '.join(bad)})")
-    async with open_admin(bootstrap) as admin:
+    async with open_admin(kafka) as admin:
         existing = await partition_counts(admin)
         found = {s.name: existing[s.name] for s in specs if s.name in existing}
         if found and not if_not_exists:
             taken = ", ".join(f"{name!r} ({count} partitions)" for name, count in found.items())
-            raise TopicLayoutError(f"topic {taken} already exists at {bootstrap}; nothing created")
+            raise TopicLayoutError(f"topic {taken} already exists at {kafka}; nothing created")
         missing = [s for s in specs if s.name not in found]
         if missing:
             await _create(admin, missing)

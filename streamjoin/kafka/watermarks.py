@@ -11,10 +11,11 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
 from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.kafka.topics import partition_counts
 
 __all__ = ("LogBounds", "committed_offsets", "log_bounds", "topic_partitions")
@@ -30,29 +31,27 @@ class LogBounds:
     end: int
 
 
-async def topic_partitions(bootstrap: str, topics: Iterable[str]) -> list[TopicPartition]:
+async def topic_partitions(kafka: KafkaTarget, topics: Iterable[str]) -> list[TopicPartition]:
     """Every partition of `topics`, which must exist (asking a broker with auto-creation for
     an unknown topic's metadata would create it)."""
     wanted = sorted(set(topics))
-    async with open_admin(bootstrap) as admin:
+    async with open_admin(kafka) as admin:
         counts = await partition_counts(admin)
     missing = [t for t in wanted if t not in counts]
     if missing:
         raise ConfigurationError(
-            f"topic(s) {', '.join(map(repr, missing))} do not exist at {bootstrap}"
+            f"topic(s) {', '.join(map(repr, missing))} do not exist at {kafka}"
         )
     return [TopicPartition(t, p) for t in wanted for p in range(counts[t])]
 
 
 async def log_bounds(
-    bootstrap: str, partitions: Sequence[TopicPartition], *, timeout_s: float = 15.0
+    kafka: KafkaTarget, partitions: Sequence[TopicPartition], *, timeout_s: float = 15.0
 ) -> list[LogBounds]:
     """Log start and fetched high watermark of each partition, in `partitions` order."""
     if not partitions:
         return []
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=10
-    )
+    consumer = connect(kafka).consumer(enable_auto_commit=False, fetch_max_wait_ms=10)
     await consumer.start()
     try:
         consumer.assign(list(partitions))
@@ -73,7 +72,7 @@ async def log_bounds(
             )
             raise StreamJoinError(
                 f"no fetch response within {timeout_s:.0f}s for {missing}; is the broker at "
-                f"{bootstrap} reachable?"
+                f"{kafka} reachable?"
             ) from exc
     finally:
         await consumer.stop()
@@ -81,10 +80,10 @@ async def log_bounds(
 
 
 async def committed_offsets(
-    bootstrap: str, group: str, partitions: Sequence[TopicPartition]
+    kafka: KafkaTarget, group: str, partitions: Sequence[TopicPartition]
 ) -> dict[TopicPartition, int]:
     """The group's committed offset per partition (0 where it has committed none)."""
-    async with open_admin(bootstrap) as admin:
+    async with open_admin(kafka) as admin:
         committed = await admin.list_consumer_group_offsets(group, partitions=list(partitions))
     found = {tp: meta.offset for tp, meta in committed.items() if meta is not None}
     return {tp: max(0, int(found.get(tp, 0))) for tp in partitions}

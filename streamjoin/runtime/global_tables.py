@@ -1,7 +1,7 @@
 """The worker's global tables (Kafka Streams' GlobalKTable): every worker reads every partition
 of each global topic into its own local store, outside the consumer group.
 
-    tables = GlobalTables(topics, directory, memory, bootstrap)
+    tables = GlobalTables(topics, directory, memory, kafka)
     await tables.start()     # restores each store to the topic's end: before any task runs
     ...
     await tables.poll()      # each worker loop round, before the stream records it fetches
@@ -23,9 +23,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import OffsetOutOfRangeError
 
+from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.state.global_store import GlobalStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
@@ -47,7 +48,7 @@ class GlobalTables:
         partitions: Mapping[str, int],
         directory: StateDirectory,
         memory: MemoryBudget,
-        bootstrap: str,
+        kafka: KafkaTarget,
         *,
         client_id: str = "streamjoin-global",
     ) -> None:
@@ -55,7 +56,7 @@ class GlobalTables:
         self._partitions = dict(partitions)
         self._directory = directory
         self._memory = memory
-        self._bootstrap = bootstrap
+        self._kafka = connect(kafka)
         self._client_id = client_id
         self._stores: dict[str, GlobalStore] = {}
         self._consumer: Any = None
@@ -75,8 +76,7 @@ class GlobalTables:
             return
         for topic in sorted(self._partitions):
             self._stores[topic] = GlobalStore(topic, self._directory, self._memory)
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap,
+        self._consumer = self._kafka.consumer(
             client_id=self._client_id,
             enable_auto_commit=False,
             auto_offset_reset="none",

@@ -16,6 +16,7 @@ from aiokafka import TopicPartition as KafkaPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from streamjoin.assignment.model import TopicPartition
+from streamjoin.kafka.connection import KafkaTarget, connect
 
 __all__ = ("RepartitionPurger",)
 
@@ -23,8 +24,8 @@ logger = logging.getLogger(__name__)
 
 
 class RepartitionPurger:
-    def __init__(self, bootstrap: str, topics: Collection[str]) -> None:
-        self._bootstrap = bootstrap
+    def __init__(self, kafka: KafkaTarget, topics: Collection[str]) -> None:
+        self._kafka = connect(kafka)
         self._topics = frozenset(topics)
         self._admin: AIOKafkaAdminClient | None = None
         self._purged: dict[TopicPartition, int] = {}
@@ -47,7 +48,7 @@ class RepartitionPurger:
     async def _purge(self, due: dict[TopicPartition, int]) -> None:
         try:
             if self._admin is None:
-                self._admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap)
+                self._admin = self._kafka.admin()
                 await self._admin.start()
             await self._admin.delete_records(
                 {

@@ -17,6 +17,7 @@ from pathlib import Path
 from streamjoin.assignment.task_metadata import AssignmentInfo, SubscriptionInfo
 from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.runtime.topology import AppTopology, TaskId
 from streamjoin.state.end_offsets import changelog_end_offset_sums
 from streamjoin.state.manager import StateManager
@@ -59,7 +60,7 @@ class WorkerRoles:
         topology: AppTopology,
         state: StateManager,
         *,
-        bootstrap: str,
+        bootstrap: KafkaTarget,
         capacity: int = 1,
         endpoint: str | None = None,
         probing_interval_ms: int,

@@ -10,6 +10,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.runtime.dead_letters import dead_letter_topic
 
@@ -39,7 +40,7 @@ def check_running_topics(app: App, counts: dict[str, int], started: Topology) ->
         )
 
 
-async def check_topics(app: App, bootstrap: str) -> Topology:
+async def check_topics(app: App, bootstrap: KafkaTarget) -> Topology:
     """The app's topology with the partition count of every topic, after creating missing
     output, repartition and dead-letter topics; refuses inputs that are missing or not
     co-partitioned as the joins see them (after repartitioning)."""

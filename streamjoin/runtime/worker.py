@@ -34,6 +34,8 @@ from streamjoin.errors import ConfigurationError
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
@@ -75,11 +77,15 @@ class WorkerOptions:
     """What `streamjoin worker` options override in the app's own settings."""
 
     bootstrap: str | None = None
+    security: KafkaSecurity | None = None
+    """TLS and SASL settings (default: the app's `security`)."""
     state_dir: Path | None = None
     memory_budget_bytes: int | None = None
     """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
     commit_interval_s: float | None = None
     metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    """Address the Prometheus endpoint listens on (all interfaces by default)."""
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None
@@ -123,7 +129,9 @@ class Worker:
             settings.acceptable_recovery_lag = options.acceptable_recovery_lag
         self.app = app
         self.options = options
-        self.bootstrap = options.bootstrap or settings.broker
+        self.kafka = KafkaConnection(
+            options.bootstrap or settings.broker, options.security or settings.security
+        )
         self.state_dir = options.state_dir or settings.state_dir
         self.commit_interval_s = options.commit_interval_s or settings.commit_interval_s
         self.memory = memory_budget(settings, options.memory_budget_bytes)
@@ -144,8 +152,9 @@ class Worker:
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
         logger.info("%s", self.memory.describe())
+        logger.info("kafka at %s: %s", self.kafka.bootstrap, self.kafka.security.describe())
         return_freed_memory_promptly()
-        compiled = await check_topics(self.app, self.bootstrap)
+        compiled = await check_topics(self.app, self.kafka)
         partitions = {name: count or 0 for name, count in compiled.tasks.items()}
         topology = AppTopology(self.app, partitions)
         self.global_tables = GlobalTables(
@@ -156,10 +165,10 @@ class Worker:
             },
             StateDirectory(self.state_dir, self.app.app_id),
             self.memory,
-            self.bootstrap,
+            self.kafka,
         )
         await ensure_changelogs(
-            self.bootstrap,
+            self.kafka,
             self.app.app_id,
             {
                 store: partitions[spec.name]
@@ -170,8 +179,7 @@ class Worker:
         # Sends wait for a broker that is away (they expire after the request timeout) as long
         # as the worker waits for it: the broker watch decides when to give up, not the client.
         wait_ms = int(self.app.settings.broker_unavailable_timeout_s * 1000)
-        producer = AIOKafkaProducer(
-            bootstrap_servers=self.bootstrap,
+        producer = self.kafka.producer(
             acks="all",
             linger_ms=5,
             max_batch_size=256 * 1024,
@@ -181,7 +189,7 @@ class Worker:
         await producer.start()
         watch = BrokerWatch(
             producer.client,
-            self.bootstrap,
+            self.kafka.bootstrap,
             give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
             check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
         )
@@ -199,7 +207,7 @@ class Worker:
         return WorkerRoles(
             topology,
             state,
-            bootstrap=self.bootstrap,
+            bootstrap=self.kafka,
             capacity=self.options.capacity,
             endpoint=f"{socket.gethostname()}:{port}" if port else None,
             probing_interval_ms=int(settings.probing_rebalance_interval_s * 1000),
@@ -216,7 +224,7 @@ class Worker:
         state = StateManager(
             state_dir=self.state_dir,
             app_id=self.app.app_id,
-            bootstrap=self.bootstrap,
+            bootstrap=self.kafka,
             producer=producer,
             memory=self.memory,
         )
@@ -231,7 +239,8 @@ class Worker:
         manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
         consumer = CooperativeConsumer(
             *topology.input_topics(),
-            bootstrap_servers=self.bootstrap,
+            bootstrap_servers=self.kafka.bootstrap,
+            security=self.kafka.security,
             group_id=self.app.app_id,
             assignors=(roles.assignor,),
             listener=manager,
@@ -244,9 +253,7 @@ class Worker:
         )
         manager.fetch = consumer
         manager.global_tables = self.global_tables
-        self.purger = RepartitionPurger(
-            self.bootstrap, [r.topic.name for r in topology.repartitions]
-        )
+        self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
         self.followup = FollowupTrigger(
             roles,
@@ -268,7 +275,7 @@ class Worker:
         server = None
         port = self.options.metrics_port
         if port is not None:
-            server = MetricsServer(self.metrics, port)
+            server = MetricsServer(self.metrics, port, self.options.metrics_host)
             await server.start()
         await consumer.start()
         self.started.set()

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.spark.kafka_io import read_ranges
 from streamjoin.spark.offsets import OffsetRange, plan_ranges
 from streamjoin.spark.records import RECORD_SCHEMA
@@ -75,7 +76,7 @@ def _resume(ranges: Sequence[OffsetRange], ends: dict[int, int]) -> list[OffsetR
 
 
 def archive_topic(
-    spark: SparkSession, bootstrap: str, topic: str, path: str, *, append: bool
+    spark: SparkSession, bootstrap: KafkaTarget, topic: str, path: str, *, append: bool
 ) -> list[OffsetRange]:
     """Write `topic` up to its high watermarks to the archive at `path`; with `append`, only
     what the archive does not hold yet. Returns the ranges written."""

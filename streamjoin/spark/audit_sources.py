@@ -9,6 +9,7 @@ from aiokafka import TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.watermarks import committed_offsets
 from streamjoin.spark.offsets import OffsetRange, run_sync
 from streamjoin.spark.records import source_id
@@ -18,7 +19,7 @@ __all__ = ("source_status", "task_stream_times")
 
 def source_status(
     spark: SparkSession,
-    bootstrap: str | None,
+    bootstrap: KafkaTarget | None,
     group: str,
     ranges: Sequence[OffsetRange],
     marked: tuple[DataFrame, DataFrame],

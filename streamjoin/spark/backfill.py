@@ -18,6 +18,7 @@ from pyspark.sql import functions as sf
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.spark.archive import path_exists
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
@@ -36,7 +37,7 @@ class OutputTarget:
 
     path: str | None = None
     topic: str | None = None
-    bootstrap: str | None = None
+    bootstrap: KafkaTarget | None = None
     overwrite: bool = False
 
     def __post_init__(self) -> None:
@@ -92,7 +93,7 @@ def backfill(
     return BackfillJob(records, left, left_ranges)
 
 
-async def _output_topic(bootstrap: str, topic: str, partitions: Callable[[], int]) -> None:
+async def _output_topic(bootstrap: KafkaTarget, topic: str, partitions: Callable[[], int]) -> None:
     """Create `topic` when it does not exist (an existing one is used as it is)."""
     async with open_admin(bootstrap) as admin:
         existing = await partition_counts(admin)

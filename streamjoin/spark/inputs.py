@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.spark.archive import read_archive
 from streamjoin.spark.kafka_io import read_ranges
 from streamjoin.spark.offsets import OffsetRange, OffsetSelection, plan_ranges
@@ -68,7 +69,7 @@ class Sources:
     """Kafka at `bootstrap` for every topic without an archive; `offsets` narrows topics read
     from Kafka or from archives alike."""
 
-    bootstrap: str | None = None
+    bootstrap: KafkaTarget | None = None
     archives: Mapping[str, str] = field(default_factory=dict)
     offsets: Sequence[OffsetSelection] = ()
 

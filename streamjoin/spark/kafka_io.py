@@ -18,6 +18,9 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from streamjoin.kafka.client_properties import client_properties
+from streamjoin.kafka.connection import KafkaConnection, KafkaTarget, connect
+from streamjoin.kafka.security_shipping import ship
 from streamjoin.spark.kafka_source import KafkaDataSource
 from streamjoin.spark.offsets import OffsetRange, ranges_to_json
 from streamjoin.spark.records import OUTPUT_SCHEMA, RECORD_SCHEMA
@@ -83,15 +86,16 @@ def _active(spark: SparkSession) -> Iterator[None]:
 
 def read_ranges(
     spark: SparkSession,
-    bootstrap: str,
+    bootstrap: KafkaTarget,
     ranges: Sequence[OffsetRange],
     *,
     from_ms: int | None = None,
     to_ms: int | None = None,
 ) -> DataFrame:
     """The records of `ranges`, with from_ms <= timestamp < to_ms when given."""
+    kafka = connect(bootstrap)
     if official_connector_available(spark):
-        frame = _read_official(spark, bootstrap, ranges)
+        frame = _read_official(spark, kafka, ranges)
         if from_ms is not None:
             frame = frame.where(sf.col("timestamp") >= from_ms)
         if to_ms is not None:
@@ -99,7 +103,8 @@ def read_ranges(
         return frame
     reader = (
         spark.read.format(_source_name(spark))
-        .option("bootstrap", bootstrap)
+        .option("bootstrap", kafka.bootstrap)
+        .options(**ship(kafka.security))
         .option("ranges", ranges_to_json(ranges))
     )
     if from_ms is not None:
@@ -109,7 +114,9 @@ def read_ranges(
     return reader.load()
 
 
-def _read_official(spark: SparkSession, bootstrap: str, ranges: Sequence[OffsetRange]) -> DataFrame:
+def _read_official(
+    spark: SparkSession, kafka: KafkaConnection, ranges: Sequence[OffsetRange]
+) -> DataFrame:
     wanted = [r for r in ranges if r.size]
     if not wanted:
         return spark.createDataFrame([], RECORD_SCHEMA)
@@ -121,7 +128,8 @@ def _read_official(spark: SparkSession, bootstrap: str, ranges: Sequence[OffsetR
     logger.info("reading %d partition ranges with Spark's Kafka connector", len(wanted))
     frame = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.bootstrap.servers", kafka.bootstrap)
+        .options(**{f"kafka.{k}": v for k, v in client_properties(kafka.security).items()})
         .option("assign", json.dumps({t: [int(p) for p in ps] for t, ps in starts.items()}))
         .option("startingOffsets", json.dumps(starts))
         .option("endingOffsets", json.dumps(ends))
@@ -139,7 +147,7 @@ def _read_official(spark: SparkSession, bootstrap: str, ranges: Sequence[OffsetR
     )
 
 
-def write_topic(records: DataFrame, bootstrap: str, topic: str) -> None:
+def write_topic(records: DataFrame, bootstrap: KafkaTarget, topic: str) -> None:
     """Produce `records` (OUTPUT_SCHEMA columns) to `topic`, which must exist; returns once
     every record is acknowledged."""
     spark = records.sparkSession
@@ -148,7 +156,8 @@ def write_topic(records: DataFrame, bootstrap: str, topic: str) -> None:
         (
             records.select(*OUTPUT_SCHEMA.fieldNames())
             .write.format(name)
-            .option("bootstrap", bootstrap)
+            .option("bootstrap", connect(bootstrap).bootstrap)
+            .options(**ship(connect(bootstrap).security))
             .option("topic", topic)
             .mode("append")
             .save()

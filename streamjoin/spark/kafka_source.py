@@ -8,7 +8,8 @@ and yields Arrow batches. Writing: each task produces its rows with its own prod
 each record's timestamp, headers and (when set) partition, and waits until all are
 acknowledged.
 
-Options (Spark lower-cases option names): `bootstrap`, and for reading `ranges` (JSON from
+Options (Spark lower-cases option names): `bootstrap`, `security_secret` (TLS and SASL, see
+`streamjoin.kafka.security_shipping`), and for reading `ranges` (JSON from
 `ranges_to_json`), optionally `from_ms`/`to_ms` (keep records with from <= timestamp < to);
 for writing `topic`.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -32,6 +33,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from streamjoin.errors import ConfigurationError, StreamJoinError
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.security_shipping import unship
 from streamjoin.spark.offsets import OffsetRange, ranges_from_json
 from streamjoin.spark.records import RECORD_SCHEMA, arrow_batch
 
@@ -58,7 +61,7 @@ def _option(options: Any, name: str) -> str:
 
 class _RangeReader(DataSourceReader):
     def __init__(self, options: Any) -> None:
-        self.bootstrap = _option(options, "bootstrap")
+        self.kafka = KafkaConnection(_option(options, "bootstrap"), unship(options))
         self.ranges = [r for r in ranges_from_json(_option(options, "ranges")) if r.size]
         self.from_ms = int(options["from_ms"]) if options.get("from_ms") else None
         self.to_ms = int(options["to_ms"]) if options.get("to_ms") else None
@@ -71,20 +74,20 @@ class _RangeReader(DataSourceReader):
             return
         loop = asyncio.new_event_loop()
         try:
-            yield from _fetch(loop, self.bootstrap, partition.range, self.from_ms, self.to_ms)
+            yield from _fetch(loop, self.kafka, partition.range, self.from_ms, self.to_ms)
         finally:
             loop.close()
 
 
 def _fetch(
     loop: asyncio.AbstractEventLoop,
-    bootstrap: str,
+    kafka: KafkaConnection,
     wanted: OffsetRange,
     from_ms: int | None,
     to_ms: int | None,
 ) -> Iterator[pa.RecordBatch]:
     tp = TopicPartition(wanted.topic, wanted.partition)
-    consumer = loop.run_until_complete(_open_consumer(bootstrap, tp, wanted.start))
+    consumer = loop.run_until_complete(_open_consumer(kafka, tp, wanted.start))
     try:
         position, idle_s = wanted.start, 0.0
         while position < wanted.end:
@@ -112,10 +115,11 @@ def _fetch(
         loop.run_until_complete(consumer.stop())
 
 
-async def _open_consumer(bootstrap: str, tp: TopicPartition, start: int) -> AIOKafkaConsumer:
+async def _open_consumer(
+    kafka: KafkaConnection, tp: TopicPartition, start: int
+) -> AIOKafkaConsumer:
     """A started consumer of `tp` at `start` (aiokafka clients must be made on their loop)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
+    consumer = kafka.consumer(
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 * 1024 * 1024,
         fetch_max_bytes=16 * 1024 * 1024,
@@ -147,7 +151,7 @@ class _Written(WriterCommitMessage):
 
 class _TopicWriter(DataSourceArrowWriter):
     def __init__(self, options: Any) -> None:
-        self.bootstrap = _option(options, "bootstrap")
+        self.kafka = KafkaConnection(_option(options, "bootstrap"), unship(options))
         self.topic = _option(options, "topic")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
@@ -158,8 +162,7 @@ class _TopicWriter(DataSourceArrowWriter):
             loop.close()
 
     async def _produce(self, batches: Iterator[pa.RecordBatch]) -> int:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=self.bootstrap,
+        producer = self.kafka.producer(
             acks="all",
             linger_ms=5,
             max_batch_size=256 * 1024,

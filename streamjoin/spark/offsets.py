@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.watermarks import LogBounds, log_bounds, topic_partitions
 
 __all__ = (
@@ -96,7 +97,7 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 
 
 def plan_ranges(
-    bootstrap: str, topics: Iterable[str], selections: Sequence[OffsetSelection] = ()
+    bootstrap: KafkaTarget, topics: Iterable[str], selections: Sequence[OffsetSelection] = ()
 ) -> list[OffsetRange]:
     """One range per partition of `topics`: log start to high watermark, narrowed by
     `selections`."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.state.specs import StoreKind, StoreSpec, check_name
 
@@ -46,7 +47,9 @@ def changelog_spec(app_id: str, store: StoreSpec, partitions: int) -> TopicSpec:
     )
 
 
-async def ensure_changelogs(bootstrap: str, app_id: str, stores: Mapping[StoreSpec, int]) -> None:
+async def ensure_changelogs(
+    bootstrap: KafkaTarget, app_id: str, stores: Mapping[StoreSpec, int]
+) -> None:
     """Create missing changelogs (store -> partition count); raise TopicLayoutError, naming the
     topic and both counts, if an existing one has another partition count. A store restored
     from its source topic has no changelog of its own."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
+from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.errors import StateError
 from streamjoin.state.specs import TaskSpec
@@ -20,7 +21,7 @@ __all__ = ("changelog_end_offset_sums",)
 
 
 async def changelog_end_offset_sums(
-    bootstrap: str, app_id: str, tasks: Iterable[TaskSpec], *, timeout_s: float = 10.0
+    bootstrap: KafkaTarget, app_id: str, tasks: Iterable[TaskSpec], *, timeout_s: float = 10.0
 ) -> dict[str, int]:
     """Task id -> sum of the end offsets of its stores' changelog partitions.
 
@@ -35,8 +36,7 @@ async def changelog_end_offset_sums(
     wanted = sorted({tp for tps in partitions.values() for tp in tps})
     if not wanted:
         return {spec.task_id: 0 for spec in specs}
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
+    consumer = connect(bootstrap).consumer(
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         fetch_max_wait_ms=10,

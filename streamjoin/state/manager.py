@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
 from streamjoin.state.errors import ChangelogWriteError, StateError
@@ -52,7 +53,7 @@ class StateManager:
         *,
         state_dir: Path | str,
         app_id: str,
-        bootstrap: str,
+        bootstrap: KafkaTarget,
         producer: Any,
         config: StateConfig | None = None,
         memory: MemoryBudget | None = None,

@@ -16,8 +16,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError
+
+from streamjoin.kafka.connection import KafkaTarget, connect
 
 __all__ = ("FETCHER_TURNS", "ChangelogReader", "ChangelogSink", "ReaderConfig")
 
@@ -64,9 +66,9 @@ class ReaderConfig:
 class ChangelogReader:
     """Reads tracked changelog partitions in a background task until closed."""
 
-    def __init__(self, bootstrap: str, config: ReaderConfig | None = None) -> None:
+    def __init__(self, bootstrap: KafkaTarget, config: ReaderConfig | None = None) -> None:
         self.config = config or ReaderConfig()
-        self._bootstrap = bootstrap
+        self._kafka = connect(bootstrap)
         self._sinks: dict[TopicPartition, ChangelogSink] = {}
         self._fresh: set[TopicPartition] = set()
         """Partitions (re)tracked since the last assignment: records fetched for them predate
@@ -78,8 +80,7 @@ class ChangelogReader:
 
     async def start(self) -> None:
         config = self.config
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap,
+        self._consumer = self._kafka.consumer(
             client_id=config.client_id,
             enable_auto_commit=False,
             auto_offset_reset="none",

@@ -130,12 +130,13 @@ def test_cli_runs_kafka_prints_bootstrap_and_stops_on_sigterm(tmp_path: Path) ->
     assert not kafka_api_versions_ok(host, int(port), timeout=0.3)
 
 
-def test_data_and_partitions_need_kafka() -> None:
+@pytest.mark.parametrize("option", [["--data", "/tmp/x"], ["--tls"], ["--sasl-scram", "a:b"]])
+def test_kafka_options_need_kafka(option: list[str]) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "streamjoin", "broker", "--data", "/tmp/x"],
+        [sys.executable, "-m", "streamjoin", "broker", *option],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2
-    assert "--data and --partitions need --kafka" in done.stderr
+    assert "--data, --partitions, --tls and --sasl-scram need --kafka" in done.stderr

@@ -131,6 +131,12 @@ def test_a_metrics_port_in_use_is_refused_before_kafka(tmp_path: Path) -> None:
     assert error == f"error: --metrics-port {port}: the port is already in use; pick another one"
 
 
+def test_a_metrics_host_not_of_this_machine_is_refused_before_kafka(tmp_path: Path) -> None:
+    command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1")
+    error = refused([*command, "--metrics-port", "9", "--metrics-host", "192.0.2.1"])
+    assert error.startswith("error: --metrics-host 192.0.2.1: cannot listen on 192.0.2.1:9 (")
+
+
 def test_a_state_dir_under_a_file_is_refused_before_kafka(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1")
