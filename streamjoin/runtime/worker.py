@@ -216,6 +216,16 @@ class Worker:
         await self._txn.start(self.bootstrap)
         return producer
 
+    def _state_manager(self, producer: AIOKafkaProducer, isolation: str) -> StateManager:
+        return StateManager(
+            state_dir=self.state_dir,
+            app_id=self.app.app_id,
+            bootstrap=self.bootstrap,
+            producer=producer,
+            memory=self.memory,
+            config=StateConfig(reader=ReaderConfig(isolation_level=isolation)),
+        )
+
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
         settings = self.app.settings
         port = self.options.metrics_port
@@ -237,14 +247,7 @@ class Worker:
         self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
     ) -> None:
         isolation = "read_committed" if self.exactly_once else "read_uncommitted"
-        state = StateManager(
-            state_dir=self.state_dir,
-            app_id=self.app.app_id,
-            bootstrap=self.bootstrap,
-            producer=producer,
-            memory=self.memory,
-            config=StateConfig(reader=ReaderConfig(isolation_level=isolation)),
-        )
+        state = self._state_manager(producer, isolation)
         restores = RestoreTracker()
         state.subscribe(restores)
         bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None

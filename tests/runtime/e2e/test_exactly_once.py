@@ -104,13 +104,16 @@ async def test_a_worker_stalled_past_its_session_is_fenced_and_repeats_nothing(
     workers.start("w1", *EOS)
     workers.start("w2", *EOS)
     try:
+        await workers.wait_for_log("w1", "is running", within_s=60)
         producing = asyncio.create_task(
-            produce(broker.bootstrap, unique, range(4_000), pace_s=0.1)
+            produce(broker.bootstrap, unique, range(4_000), pace_s=0.15)
         )
-        await asyncio.sleep(6)
+        await asyncio.sleep(3)  # w1 has an open transaction with outputs in it
+        assert not producing.done(), "the stall must happen under load"
         workers.signal("w1", signal.SIGSTOP)
-        await asyncio.sleep(14)
+        await asyncio.sleep(14)  # past the session (6 s) and the transaction timeout (10 s)
         workers.signal("w1", signal.SIGCONT)
+        await workers.wait_for_log("w1", "joins its group again", within_s=30)
         await producing
         seen = await _committed(broker, unique, 4_000)
     finally:

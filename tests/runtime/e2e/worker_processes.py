@@ -84,6 +84,15 @@ class Workers:
                 codes[name] = process.wait()
         return codes
 
+    async def wait_for_log(self, name: str, text: str, within_s: float) -> None:
+        """Until worker `name`'s log holds `text` (AssertionError with the logs after
+        `within_s`)."""
+        log = self.tmp / f"{name}.log"
+        deadline = time.monotonic() + within_s
+        while text not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, f"{name} never logged {text!r}\n{self.logs()}"
+            await asyncio.sleep(0.2)
+
     def logs(self) -> str:
         return "\n".join(
             f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-30:])
