@@ -216,14 +216,19 @@ class Worker:
         await self._txn.start(self.bootstrap)
         return producer
 
-    def _state_manager(self, producer: AIOKafkaProducer, isolation: str) -> StateManager:
+    @property
+    def isolation_level(self) -> str:
+        """Exactly-once reads committed records only: inputs, repartition topics, changelogs."""
+        return "read_committed" if self.exactly_once else "read_uncommitted"
+
+    def _state_manager(self, producer: AIOKafkaProducer) -> StateManager:
         return StateManager(
             state_dir=self.state_dir,
             app_id=self.app.app_id,
             bootstrap=self.bootstrap,
             producer=producer,
             memory=self.memory,
-            config=StateConfig(reader=ReaderConfig(isolation_level=isolation)),
+            config=StateConfig(reader=ReaderConfig(isolation_level=self.isolation_level)),
         )
 
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
@@ -246,8 +251,7 @@ class Worker:
     async def _run(
         self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
     ) -> None:
-        isolation = "read_committed" if self.exactly_once else "read_uncommitted"
-        state = self._state_manager(producer, isolation)
+        state = self._state_manager(producer)
         restores = RestoreTracker()
         state.subscribe(restores)
         bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None
@@ -273,7 +277,7 @@ class Worker:
             listener=manager,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            isolation_level=isolation,
+            isolation_level=self.isolation_level,
             session_timeout_ms=self.options.session_timeout_ms,
             heartbeat_interval_ms=self.options.heartbeat_interval_ms,
             group_instance_id=self.options.group_instance_id,
