@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import test_rekey as rekey
 import worker_processes as processes
 
 from streamjoin.broker import Broker
@@ -47,9 +48,7 @@ async def test_kill_9_and_a_replacement_repeat_nothing(
     workers.start("w1", *EOS)
     workers.start("w2", *EOS)
     try:
-        producing = asyncio.create_task(
-            produce(broker.bootstrap, unique, range(4_000), pace_s=0.1)
-        )
+        producing = asyncio.create_task(produce(broker.bootstrap, unique, range(4_000), pace_s=0.1))
         await asyncio.sleep(6)
         assert not producing.done(), "the kill must happen under load"
         workers.signal("w1", signal.SIGKILL)
@@ -104,10 +103,10 @@ async def test_a_worker_stalled_past_its_session_is_fenced_and_repeats_nothing(
     workers.start("w1", *EOS)
     workers.start("w2", *EOS)
     try:
-        await workers.wait_for_log("w1", "is running", within_s=60)
         producing = asyncio.create_task(
-            produce(broker.bootstrap, unique, range(4_000), pace_s=0.15)
+            produce(broker.bootstrap, unique, range(6_000), pace_s=0.15)
         )
+        await workers.wait_for_log("w1", "is running", within_s=60)
         await asyncio.sleep(3)  # w1 has an open transaction with outputs in it
         assert not producing.done(), "the stall must happen under load"
         workers.signal("w1", signal.SIGSTOP)
@@ -115,11 +114,45 @@ async def test_a_worker_stalled_past_its_session_is_fenced_and_repeats_nothing(
         workers.signal("w1", signal.SIGCONT)
         await workers.wait_for_log("w1", "joins its group again", within_s=30)
         await producing
-        seen = await _committed(broker, unique, 4_000)
+        seen = await _committed(broker, unique, 6_000)
     finally:
         codes = workers.stop_all()
     logs = workers.logs()
-    missing, repeated = _report(seen, 4_000)
+    missing, repeated = _report(seen, 6_000)
     assert not missing, f"missing {missing[:20]}\n{logs}"
     assert not repeated, f"repeated {list(repeated.items())[:20]}\n{logs}"
     assert codes == {"w1": 0, "w2": 0}, logs
+
+
+async def test_rekeyed_and_chained_joins_repeat_nothing_after_a_kill_9(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    """Repartition topics and a join reading another's output, under exactly-once: a worker
+    killed mid-stream and replaced; every revenue record exactly once."""
+    await rekey._topics(broker.bootstrap, unique)
+    workers = Workers(broker.bootstrap, unique, tmp_path, app=rekey.APP)
+    workers.start("w1", *EOS)
+    workers.start("w2", *EOS)
+    try:
+        producing = asyncio.create_task(
+            rekey.produce(broker.bootstrap, unique, range(3_000), pace_s=0.1)
+        )
+        await workers.wait_for_log("w1", "is running", within_s=60)
+        await asyncio.sleep(2)
+        assert not producing.done(), "the kill must happen under load"
+        workers.signal("w1", signal.SIGKILL)
+        workers.start("w1-again", *EOS, state="w1")
+        await producing
+        seen = await rekey.read_revenue(
+            broker.bootstrap,
+            unique,
+            3_000,
+            within_s=90,
+            isolation_level="read_committed",
+            settle_s=4,
+        )
+    finally:
+        workers.stop_all()
+    missing, repeated = _report(seen, 3_000)
+    assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
+    assert not repeated, f"repeated {list(repeated.items())[:20]}\n{workers.logs()}"
