@@ -122,10 +122,17 @@ class TaskManager(RebalanceListener):
         self._forget_waiting(partitions)
         leaving = self._tasks_reading(partitions)
         async with self._transaction or contextlib.nullcontext():
-            if leaving:
-                await self._commit(frozenset(leaving))
+            clean = True
+            try:
+                if leaving:
+                    await self._commit(frozenset(leaving))
+            except Exception as exc:
+                if self._transaction is None:
+                    raise
+                # The transaction cannot commit: these tasks go without it, the worker fails.
+                self.failure, clean = self.failure or exc, False
             for task_id in leaving:
-                await self._drop(task_id, clean=True)
+                await self._drop(task_id, clean=clean)
         self._apply_pauses()
 
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:

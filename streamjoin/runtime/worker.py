@@ -175,7 +175,8 @@ class Worker:
             except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
                 committed = self._txn is not None and self._txn.commits > 0
                 restarts = 0 if committed else restarts + 1
-                if not self.exactly_once or restarts > _MAX_FRUITLESS_RESTARTS:
+                stopping = self._stopping.is_set()
+                if not self.exactly_once or stopping or restarts > _MAX_FRUITLESS_RESTARTS:
                     raise
                 logger.warning(
                     "exactly-once: the transaction failed (%s: %s); it is aborted, this "
