@@ -153,6 +153,8 @@ class TaskManager(RebalanceListener):
         """Hand fetched records to the tasks that read them; returns the record count."""
         count = 0
         for tp, records in fetched.items():
+            if tp not in self._owned:  # fetched before a revocation: its next owner reads it
+                continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
             for name, side in self._readers.get(tp.topic, ()):

@@ -383,8 +383,10 @@ class Worker:
                 raise manager.failure
             busy = manager.buffered() > 0
             manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
-            fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+            # Exactly-once: a revocation (which holds the lock) never comes between fetching
+            # records and handing them to their tasks.
             async with self.transaction if self.exactly_once else contextlib.nullcontext():
+                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
                 manager.route(fetched)
                 processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
                 await sink.drain()
