@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 _INIT_WITHIN_S = 30.0
 _OFFSETS_WITHIN_S = 30.0
 FAULT_ENV = "STREAMJOIN_FAULT_BEFORE_TXN_COMMIT"
-"""Fault injection for tests: fail the process's Nth transaction once, after its outputs and
-offsets are sent and before it commits."""
+"""Fault injection for tests: fail the process's Nth transaction that commits input offsets,
+once, after its outputs and offsets are sent and before it commits."""
 _fault = {"at": int(os.environ.get(FAULT_ENV, "0") or 0), "seen": 0}
 
 
@@ -93,9 +93,9 @@ class TransactionState:
             await send_offsets_to_transaction(
                 self.producer, moved, member, within_s=_OFFSETS_WITHIN_S
             )
-        _fault["seen"] += 1
-        if _fault["seen"] == _fault["at"]:
-            raise TransactionAborted(f"{FAULT_ENV}={_fault['at']}: injected failure")
+            _fault["seen"] += 1
+            if _fault["seen"] == _fault["at"]:
+                raise TransactionAborted(f"{FAULT_ENV}={_fault['at']}: injected failure")
         lost = still_owned()
         if lost is not None:
             raise lost

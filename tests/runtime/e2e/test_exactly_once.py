@@ -72,14 +72,14 @@ async def test_kill_9_and_a_replacement_repeat_nothing(
 async def test_a_failure_in_the_middle_of_a_commit_leaves_no_partial_output(
     broker: Broker, unique: str, tmp_path: Path
 ) -> None:
-    """The 4th transaction fails after its outputs and offsets are sent: it is aborted, the
-    worker starts over from the committed offsets, and only a read_uncommitted reader sees the
-    aborted outputs."""
+    """The 3rd transaction with input offsets fails after its outputs and offsets are sent: it
+    is aborted, the worker starts over from the committed offsets, and only a read_uncommitted
+    reader sees the aborted outputs."""
     await processes.make_topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
-    workers.start("w1", *EOS, env={FAULT_ENV: "4"})
+    workers.start("w1", *EOS, env={FAULT_ENV: "3"})
     try:
-        await produce(broker.bootstrap, unique, range(3_000), pace_s=0.05)
+        await produce(broker.bootstrap, unique, range(3_000), pace_s=0.15)
         seen = await _committed(broker, unique, 3_000)
         everything = await processes.read_joined(broker.bootstrap, unique, 3_000, within_s=5)
     finally:
