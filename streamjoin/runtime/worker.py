@@ -4,7 +4,10 @@
     every commit interval: flush producer (outputs, dead letters, changelogs)
                            -> write checkpoints -> commit input offsets with the generation
 
-A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Tasks map
+A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Under
+exactly-once each commit interval is one transaction of the worker's transactional producer
+(transaction_state.py): tasks pause while it commits, and any failure loses every task and
+starts the worker's producer and group membership over from the committed offsets. Tasks map
 to workers through the consumer group with streamjoin's task assignor under the COOPERATIVE
 protocol: a worker joining or leaving pauses only the tasks that move, and a task moves only
 once its new owner has restored its state as a learner (then the follow-up rebalance hands it
