@@ -171,9 +171,11 @@ class Worker:
                 give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
                 check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
             )
+            failed = True  # then the producer's transaction is dropped, not waited for
             try:
                 with collector_tuned_for_throughput(), watch.quiet.installed():
                     await self._run(producer, topology, watch)
+                failed = False
                 return
             except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
                 committed = self._txn is not None and self._txn.commits > 0
@@ -188,7 +190,7 @@ class Worker:
                     exc,
                 )
             finally:
-                await _closed(producer.stop(), quickly=True)
+                await _closed(producer.stop(), quickly=failed or watch.lost_since is not None)
 
     def _producer(self, transactional_id: str | None) -> AIOKafkaProducer:
         """The worker's one producer (outputs, dead letters, changelogs, repartition topics).
