@@ -153,6 +153,11 @@ async def _until_done(
         try:
             node = await client.coordinator_lookup(coordinator, key)
             response = await client.send(node, request(), group=ConnectionGroup.COORDINATION)
+        except NotImplementedError:  # aiokafka: the broker has no version we can send
+            raise TransactionAborted(
+                f"{what}: the broker lacks the request version exactly-once needs "
+                "(KIP-447: Apache Kafka 2.5 or newer)"
+            ) from None
         except (KafkaError, OSError) as exc:
             last = f"{type(exc).__name__}: {exc}"
         else:
