@@ -151,6 +151,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--standby-replicas", type=int, default=0)
     p.add_argument("--no-followup-on-catch-up", action="store_true")
     p.add_argument("--commit-interval", type=float, help="seconds (default: the app's, 5)")
+    p.add_argument(
+        "--processing-guarantee", choices=("at_least_once", "exactly_once"), default=None
+    )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
@@ -171,6 +174,7 @@ def options_from(args: argparse.Namespace) -> WorkerOptions:
         bootstrap=args.bootstrap,
         state_dir=args.state_dir,
         commit_interval_s=args.commit_interval,
+        processing_guarantee=args.processing_guarantee,
         memory_budget_bytes=None if args.memory is None else parse_size(args.memory),
         session_timeout_ms=6_000,
         heartbeat_interval_ms=500,

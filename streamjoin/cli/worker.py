@@ -86,12 +86,15 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         ),
     ] = None,
     processing_guarantee: Annotated[
-        str,
+        str | None,
         typer.Option(
-            metavar="[at_least_once]",
-            help="The only one so far: outputs may repeat after a crash, never go missing.",
+            metavar="[at_least_once|exactly_once]",
+            help="at_least_once: outputs may repeat after a crash, never go missing. "
+            "exactly_once: each commit is a Kafka transaction; read the outputs with "
+            "isolation.level=read_committed (README: Processing guarantees).",
+            show_default=_app_default("processing_guarantee"),
         ),
-    ] = "at_least_once",
+    ] = None,
     commit_interval: Annotated[
         float | None,
         typer.Option(

@@ -21,7 +21,7 @@ from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
-__all__ = ("App", "AppSettings")
+__all__ = ("PROCESSING_GUARANTEES", "App", "AppSettings", "check_guarantee")
 
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -37,6 +37,9 @@ class AppSettings:
     cluster")."""
     state_dir: Path = Path("./state")
     commit_interval_s: float = 5.0
+    processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
+    """exactly_once: each commit interval is one Kafka transaction (outputs, changelogs, input
+    offsets), so no output repeats after a crash (README "Processing guarantees")."""
     max_task_idle_ms: int = 0
     """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
     on_error: Literal["dlq", "fail"] = "dlq"
@@ -87,6 +90,7 @@ class App:
             raise ConfigurationError(f"App({app_id!r}): {exc}") from None
         _check_memory(self.settings)
         check_policy(self.settings.auto_offset_reset)
+        check_guarantee(self.settings.processing_guarantee)
         self._topics: dict[str, Topic] = {}
         self._joins: dict[str, JoinSpec] = {}
         self._inputs = InputResolver(app_id)
@@ -328,6 +332,16 @@ def _lookup(
             f"{where}: key= takes a function of the stream value or a field name, got {key!r}"
         )
     return KeyBy(key, right.key_serde)
+
+
+PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
+
+
+def check_guarantee(guarantee: str) -> None:
+    if guarantee not in PROCESSING_GUARANTEES:
+        raise ConfigurationError(
+            f"processing guarantee {guarantee!r}: use at_least_once or exactly_once"
+        )
 
 
 def _check_memory(settings: AppSettings) -> None:

@@ -67,7 +67,9 @@ class CooperativeConsumer:
     `auto_commit_interval_ms`, when partitions are revoked and on `stop()` (at-least-once:
     records are committed once returned, as with aiokafka). `auto_offset_reset` (earliest,
     latest, none) says where a partition without a committed offset, or whose committed offset
-    is no longer in the log, resumes (the latter with a warning). Other keyword arguments go to
+    is no longer in the log, resumes (the latter with a warning). `isolation_level=
+    "read_committed"` skips records of aborted transactions and makes offset fetches wait for
+    open transactions (exactly-once, KIP-447). Other keyword arguments go to
     `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...); `security` holds the TLS and
     SASL settings of both its connections (default: PLAINTEXT).
     """
@@ -88,6 +90,7 @@ class CooperativeConsumer:
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5_000,
         auto_offset_reset: str = "latest",
+        isolation_level: str = "read_uncommitted",
         client_id: str = "streamjoin",
         **consumer_options: Any,
     ) -> None:
@@ -114,12 +117,14 @@ class CooperativeConsumer:
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="none",
+            isolation_level=isolation_level,
             **consumer_options,
         )
         self._reset = PositionReset(self._consumer, reset_policy)
-        self.feed = PartitionFeed(self._consumer)
+        read_committed = isolation_level == "read_committed"
+        self.feed = PartitionFeed(self._consumer, read_committed=read_committed)
         self.member = GroupMember(
-            GroupCoordinatorClient(self._client, group_id),
+            GroupCoordinatorClient(self._client, group_id, require_stable=read_committed),
             self.config,
             _FeedListener(self, listener or RebalanceListener()),
         )
@@ -172,6 +177,13 @@ class CooperativeConsumer:
     def request_rejoin(self, reason: str = "requested by the application") -> None:
         """Start a rebalance (cooperative: keeps consuming what it owns meanwhile)."""
         self.member.request_rejoin(reason)
+
+    async def rewind(self, partitions: Iterable[TopicPartition]) -> None:
+        """Deliver these owned partitions again from their committed offsets (after an aborted
+        transaction: what it consumed is read again)."""
+        owned = frozenset(partitions) & self.feed.partitions
+        if owned:
+            self.feed.add(await self.member.committed(owned))
 
     # -- reading ------------------------------------------------------------------------------
 

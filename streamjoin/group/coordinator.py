@@ -43,6 +43,7 @@ from streamjoin.group.errors import (
     RebalanceInProgress,
     error_name,
 )
+from streamjoin.kafka.txn_protocol import OffsetFetchStableRequest
 
 __all__ = ("CONSUMER_PROTOCOL_TYPE", "GroupCoordinatorClient", "JoinResult", "JoinedMember")
 
@@ -51,6 +52,10 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+_STABLE_WITHIN_S = 120.0
+"""How long an offset fetch waits for an open transaction: longer than any transaction
+timeout streamjoin sets, after which the broker has aborted it."""
 
 _COORDINATOR_CODES = frozenset(
     {
@@ -102,10 +107,18 @@ class GroupCoordinatorClient:
     """Requests to one group's coordinator; raises GroupError subclasses, never returns codes."""
 
     def __init__(
-        self, client: AIOKafkaClient, group_id: str, backoff: Backoff | None = None
+        self,
+        client: AIOKafkaClient,
+        group_id: str,
+        backoff: Backoff | None = None,
+        *,
+        require_stable: bool = False,
     ) -> None:
+        """`require_stable`: offset fetches wait while a transaction holding offsets for the
+        partitions is open (exactly-once: it may yet commit them)."""
         self.client = client
         self.group_id = group_id
+        self.require_stable = require_stable
         self.coordinator_id: int | None = None
         self._backoff = backoff or Backoff()
         self._lookup_lock = asyncio.Lock()
@@ -295,6 +308,8 @@ class GroupCoordinatorClient:
             by_topic[tp.topic].append(tp.partition)
         if not by_topic:
             return {}
+        if self.require_stable:
+            return await self._fetch_stable(by_topic)
         response = await self._send(
             OffsetFetchRequest(self.group_id, sorted(by_topic.items())), blocking=False
         )
@@ -302,6 +317,30 @@ class GroupCoordinatorClient:
         committed: dict[TopicPartition, int | None] = {}
         for topic, rows in response.topics:
             for partition, offset, _metadata, code in rows:
+                self._check(code, f"OffsetFetch of {topic}-{partition}")
+                committed[TopicPartition(topic, partition)] = offset if offset >= 0 else None
+        return committed
+
+    async def _fetch_stable(
+        self, by_topic: Mapping[str, list[int]]
+    ) -> dict[TopicPartition, int | None]:
+        """OffsetFetch v7 with require_stable, asked again while a transaction is open (until
+        it commits, aborts or times out on the broker)."""
+        backoff = Backoff(self._backoff.initial, self._backoff.maximum)
+        deadline = time.monotonic() + _STABLE_WITHIN_S
+        while True:
+            response = await self._send(
+                OffsetFetchStableRequest(self.group_id, by_topic), blocking=False
+            )
+            codes = {code for _, rows, _ in response.topics for *_, code, _ in rows}
+            codes.add(response.error_code)
+            if ErrorCode.UNSTABLE_OFFSET_COMMIT not in codes or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(backoff.next_delay())
+        self._check(response.error_code, "OffsetFetch")
+        committed: dict[TopicPartition, int | None] = {}
+        for topic, rows, _ in response.topics:
+            for partition, offset, _epoch, _metadata, code, _ in rows:
                 self._check(code, f"OffsetFetch of {topic}-{partition}")
                 committed[TopicPartition(topic, partition)] = offset if offset >= 0 else None
         return committed

@@ -45,6 +45,7 @@ class ErrorCode(enum.IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    UNSTABLE_OFFSET_COMMIT = 88
 
 
 def error_name(code: int) -> str:

@@ -40,8 +40,11 @@ def _for_aiokafka(partitions: Iterable[TopicPartition]) -> list[aiokafka.TopicPa
 class PartitionFeed:
     """The partitions an aiokafka consumer fetches, and the next offset to deliver for each."""
 
-    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer, *, read_committed: bool = False) -> None:
+        """`read_committed`: the consumer reads committed records only; lag is counted to the
+        last stable offset."""
         self._consumer = consumer
+        self._read_committed = read_committed
         self._next: dict[TopicPartition, int | None] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
@@ -114,10 +117,17 @@ class PartitionFeed:
         offset = self._next.get(tp)
         if tp not in self._next:
             return None
-        highwater: int | None = self._consumer.highwater(tp)
-        polled: int | None = self._consumer.last_poll_timestamp(tp)
+        consumer = self._consumer
+        highwater: int | None = (
+            consumer.last_stable_offset(tp) if self._read_committed else consumer.highwater(tp)
+        )
+        polled: int | None = consumer.last_poll_timestamp(tp)
         if highwater is None or polled is None or time.time() * 1000 - polled > LAG_FRESH_MS:
             return None
+        if self._read_committed:
+            # Transaction markers take offsets no record is delivered at: the fetcher's position
+            # moves past them, the last delivered offset does not.
+            offset = max(offset or 0, _fetch_position(consumer, tp) or 0)
         if offset is None:
             # Nothing delivered and nothing committed yet: an empty log is caught up; otherwise
             # where the reset policy starts is not known here.
@@ -155,3 +165,19 @@ class PartitionFeed:
                 delivered[tp] = fresh
                 self._next[tp] = fresh[-1].offset + 1
         return delivered
+
+
+def _fetch_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The consumer's position in `tp`: the next offset it hands out, past skipped transaction
+    markers. aiokafka's `position()` is a coroutine, so its subscription state is read here."""
+    subscription = consumer._subscription.subscription
+    if subscription is None:
+        return None
+    assignment = subscription.assignment
+    if assignment is None:
+        return None
+    state = assignment.state_value(aiokafka.TopicPartition(tp.topic, tp.partition))
+    if state is None or not state.has_valid_position:
+        return None
+    position: int = state.position
+    return position

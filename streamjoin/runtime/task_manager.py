@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
+from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import SIDES, Side
@@ -32,9 +33,13 @@ from streamjoin.runtime.topology import (
 )
 from streamjoin.state.manager import StateManager
 
-__all__ = ("FetchControl", "TaskManager")
+__all__ = ("FetchControl", "TaskManager", "TasksLost")
 
 logger = logging.getLogger(__name__)
+
+
+class TasksLost(StreamJoinError):
+    """Exactly-once: tasks were lost while their output sat in the open transaction."""
 
 
 class FetchControl(Protocol):
@@ -62,9 +67,15 @@ class TaskManager(RebalanceListener):
         state: StateManager,
         sink: RecordSink,
         commit: Callable[[frozenset[TaskId]], Awaitable[None]],
+        transaction: asyncio.Lock | None = None,
     ) -> None:
         """`commit(task_ids)` commits those tasks. Set `fetch` to the consumer whose partitions
-        are paused while their task restores."""
+        are paused while their task restores.
+
+        `transaction` (exactly-once): the lock the worker holds while tasks process and while
+        it commits. Revocation holds it from the commit until the tasks are gone, so nothing
+        they process in between lands in the next transaction; losing a task fails the worker,
+        since the open transaction holds its output."""
         app = topology.app
         self.app = app
         self.topology = topology
@@ -80,6 +91,7 @@ class TaskManager(RebalanceListener):
         self.global_tables: GlobalTables | None = None
         """The worker's global tables, which global-table joins read (set before tasks run)."""
         self._commit = commit
+        self._transaction = transaction
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
@@ -117,13 +129,26 @@ class TaskManager(RebalanceListener):
         self._owned -= partitions
         self._forget_waiting(partitions)
         leaving = self._tasks_reading(partitions)
-        if leaving:
-            await self._commit(frozenset(leaving))
-        for task_id in leaving:
-            await self._drop(task_id, clean=True)
+        async with self._transaction or contextlib.nullcontext():
+            clean = True
+            try:
+                if leaving:
+                    await self._commit(frozenset(leaving))
+            except Exception as exc:
+                if self._transaction is None:
+                    raise
+                # The transaction cannot commit: these tasks go without it, the worker fails.
+                self.failure, clean = self.failure or exc, False
+            for task_id in leaving:
+                await self._drop(task_id, clean=clean)
         self._apply_pauses()
 
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        if self._transaction is not None and self._tasks_reading(partitions):
+            self.failure = self.failure or TasksLost(
+                f"{len(self._tasks_reading(partitions))} tasks were lost (this worker was "
+                "fenced out of its group): the open transaction holds their output"
+            )
         self._owned -= partitions
         self._forget_waiting(partitions)
         for task_id in self._tasks_reading(partitions):
@@ -136,6 +161,8 @@ class TaskManager(RebalanceListener):
         """Hand fetched records to the tasks that read them; returns the record count."""
         count = 0
         for tp, records in fetched.items():
+            if tp not in self._owned:  # fetched before a revocation: its next owner reads it
+                continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
             for name, side in self._readers.get(tp.topic, ()):
@@ -238,6 +265,10 @@ class TaskManager(RebalanceListener):
 
     def buffered(self) -> int:
         return sum(a.task.buffered() for a in self.active.values() if a.task is not None)
+
+    async def lose_all(self) -> None:
+        """Drop every task without committing (exactly-once, when the transaction fails)."""
+        await self.on_lost(frozenset(self._owned))
 
     async def close(self) -> None:
         """Stop opening tasks (the worker closes the state manager itself)."""

@@ -4,7 +4,10 @@
     every commit interval: flush producer (outputs, dead letters, changelogs)
                            -> write checkpoints -> commit input offsets with the generation
 
-A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Tasks map
+A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Under
+exactly-once each commit interval is one transaction of the worker's transactional producer
+(transaction_state.py): tasks pause while it commits, and any failure loses every task and
+starts the worker's producer and group membership over from the committed offsets. Tasks map
 to workers through the consumer group with streamjoin's task assignor under the COOPERATIVE
 protocol: a worker joining or leaving pauses only the tasks that move, and a task moves only
 once its new owner has restored its state as a learner (then the follow-up rebalance hands it
@@ -29,32 +32,38 @@ from aiokafka.errors import KafkaError
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.compiled import build_description
-from streamjoin.dsl.app import App
+from streamjoin.dsl.app import App, check_guarantee
+from streamjoin.dsl.topology import Topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
+from streamjoin.kafka.transactions import MemberIdentity, TransactionAborted
 from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
-from streamjoin.runtime.producer_sink import ProducerSink
+from streamjoin.runtime.process_identity import transactional_id
+from streamjoin.runtime.producer_sink import DeliveryError, ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.purge import RepartitionPurger
-from streamjoin.runtime.task_manager import TaskManager
+from streamjoin.runtime.task_manager import TaskManager, TasksLost
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
+from streamjoin.runtime.transaction_state import TransactionState, transaction_timeout_ms
 from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
 from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
 from streamjoin.state.changelog_topics import ensure_changelogs
+from streamjoin.state.errors import StateError
 from streamjoin.state.layout import StateDirectory
-from streamjoin.state.manager import StateManager
+from streamjoin.state.manager import StateConfig, StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
+from streamjoin.state.reader import ReaderConfig
 
 __all__ = ("Worker", "WorkerOptions")
 
@@ -62,6 +71,9 @@ logger = logging.getLogger(__name__)
 
 _MAX_BUFFERED_PER_INPUT = 20_000
 """Records of one input partition a task may hold before that partition is paused."""
+_MAX_FRUITLESS_RESTARTS = 3
+"""Exactly-once: transactions failing this many times in a row without one commit stop the
+worker (a configuration problem, not a passing fault)."""
 _CLOSE_WITHOUT_BROKER_S = 3.0
 _FETCH_MAX_WAIT_MS = 50
 """How long the broker may hold a fetch that finds nothing new. aiokafka keeps one fetch in
@@ -89,7 +101,8 @@ class WorkerOptions:
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None
-    processing_guarantee: str = "at_least_once"
+    processing_guarantee: str | None = None
+    """at_least_once or exactly_once (default: the app's `processing_guarantee`)."""
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 1_000
     group_instance_id: str | None = None
@@ -105,12 +118,10 @@ class WorkerOptions:
 class Worker:
     def __init__(self, app: App, options: WorkerOptions | None = None) -> None:
         options = options or WorkerOptions()
-        if options.processing_guarantee != "at_least_once":
-            raise ConfigurationError(
-                f"processing guarantee {options.processing_guarantee!r} is not supported: "
-                "streamjoin runs at_least_once (outputs may repeat after a crash, never go missing)"
-            )
         settings = app.settings
+        if options.processing_guarantee is not None:
+            check_guarantee(options.processing_guarantee)
+            settings.processing_guarantee = options.processing_guarantee  # type: ignore[assignment]
         if options.on_error is not None:
             if options.on_error not in ("dlq", "fail"):
                 raise ConfigurationError(f"--on-error {options.on_error!r}: use dlq or fail")
@@ -135,6 +146,10 @@ class Worker:
         self.state_dir = options.state_dir or settings.state_dir
         self.commit_interval_s = options.commit_interval_s or settings.commit_interval_s
         self.memory = memory_budget(settings, options.memory_budget_bytes)
+        self.exactly_once = settings.processing_guarantee == "exactly_once"
+        self.transaction = asyncio.Lock()
+        """Exactly-once: held while tasks process and while a transaction commits."""
+        self._txn: TransactionState | None = None
         self._commit_lock = asyncio.Lock()
         self._stopping = asyncio.Event()
         self.manager: TaskManager | None = None
@@ -176,30 +191,96 @@ class Worker:
                 for store in store_specs(spec)
             },
         )
-        # Sends wait for a broker that is away (they expire after the request timeout) as long
-        # as the worker waits for it: the broker watch decides when to give up, not the client.
+        await self.global_tables.start()  # restored before any task runs
+        try:
+            await self._run_restarting(topology, compiled)
+        finally:
+            await self.global_tables.close()
+
+    async def _run_restarting(self, topology: AppTopology, compiled: Topology) -> None:
+        """Run; exactly-once: start over (new producer, new member) when a transaction fails."""
+        restarts = 0
+        while True:
+            producer = await self._start_producer()
+            watch = BrokerWatch(
+                producer.client,
+                self.kafka.bootstrap,
+                give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
+                check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
+            )
+            failed = True  # then the producer's transaction is dropped, not waited for
+            try:
+                with collector_tuned_for_throughput(), watch.quiet.installed():
+                    await self._run(producer, topology, watch)
+                failed = False
+                return
+            except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
+                committed = self._txn is not None and self._txn.commits > 0
+                restarts = 0 if committed else restarts + 1
+                stopping = self._stopping.is_set()
+                if not self.exactly_once or stopping or restarts > _MAX_FRUITLESS_RESTARTS:
+                    raise
+                logger.warning(
+                    "exactly-once: the transaction failed (%s: %s); it is aborted, this "
+                    "worker's tasks are lost and it joins its group again",
+                    type(exc).__name__,
+                    exc,
+                )
+            finally:
+                await _closed(producer.stop(), quickly=failed or watch.lost_since is not None)
+
+    def _producer(self, transactional_id: str | None) -> AIOKafkaProducer:
+        """The worker's one producer (outputs, dead letters, changelogs, repartition topics).
+        Sends wait for a broker that is away as long as the worker waits for it: the broker
+        watch decides when to give up, not the client."""
         wait_ms = int(self.app.settings.broker_unavailable_timeout_s * 1000)
-        producer = self.kafka.producer(
+        return self.kafka.producer(
             acks="all",
             linger_ms=5,
             max_batch_size=256 * 1024,
             request_timeout_ms=max(40_000, wait_ms),
             max_request_size=max(1_048_576, self.app.settings.max_record_bytes + 65_536),
+            transactional_id=transactional_id,
+            enable_idempotence=transactional_id is not None,
+            transaction_timeout_ms=transaction_timeout_ms(self.commit_interval_s),
         )
-        await producer.start()
-        watch = BrokerWatch(
-            producer.client,
-            self.kafka.bootstrap,
-            give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
-            check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
+
+    async def _start_producer(self) -> AIOKafkaProducer:
+        """Start the producer; exactly-once: as this process's transactional producer, which
+        fences (and aborts the transaction of) its previous incarnation."""
+        if not self.exactly_once:
+            producer = self._producer(None)
+            await producer.start()
+            return producer
+        tid = transactional_id(self.app.app_id, self.state_dir, self.options.group_instance_id)
+        producer = self._producer(tid)
+        self._txn = TransactionState(producer, tid)
+        await self._txn.start(self.kafka.bootstrap)
+        return producer
+
+    @property
+    def isolation_level(self) -> str:
+        """Exactly-once reads committed records only: inputs, repartition topics, changelogs."""
+        return "read_committed" if self.exactly_once else "read_uncommitted"
+
+    def _state_manager(
+        self, producer: AIOKafkaProducer
+    ) -> tuple[StateManager, RestoreTracker, RestoreProgressBars | None]:
+        """The tasks' state, with what follows its restores (metrics, progress bars)."""
+        state = StateManager(
+            state_dir=self.state_dir,
+            app_id=self.app.app_id,
+            bootstrap=self.kafka,
+            producer=producer,
+            memory=self.memory,
+            config=StateConfig(reader=ReaderConfig(isolation_level=self.isolation_level)),
         )
-        try:
-            await self.global_tables.start()  # restored before any task runs
-            with collector_tuned_for_throughput(), watch.quiet.installed():
-                await self._run(producer, topology, watch)
-        finally:
-            await self.global_tables.close()
-            await _closed(producer.stop(), quickly=watch.lost_since is not None)
+        restores = RestoreTracker()
+        state.subscribe(restores)
+        bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None
+        if bars is not None:
+            state.subscribe(bars)
+        return state, restores, bars
 
     def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
         settings = self.app.settings
@@ -218,26 +299,11 @@ class Worker:
             ),
         )
 
-    async def _run(
-        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
-    ) -> None:
-        state = StateManager(
-            state_dir=self.state_dir,
-            app_id=self.app.app_id,
-            bootstrap=self.kafka,
-            producer=producer,
-            memory=self.memory,
-        )
-        restores = RestoreTracker()
-        state.subscribe(restores)
-        bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None
-        if bars is not None:
-            state.subscribe(bars)
-        await state.start()
-        sink = ProducerSink(producer)
-        roles = self._roles(topology, state)
-        manager = TaskManager(topology, roles=roles, state=state, sink=sink, commit=self._commit)
-        consumer = CooperativeConsumer(
+    def _consumer(
+        self, topology: AppTopology, roles: WorkerRoles, manager: TaskManager
+    ) -> CooperativeConsumer:
+        """The worker's member of its group, fetching the tasks' inputs."""
+        return CooperativeConsumer(
             *topology.input_topics(),
             bootstrap_servers=self.kafka.bootstrap,
             security=self.kafka.security,
@@ -247,10 +313,29 @@ class Worker:
             enable_auto_commit=False,
             auto_offset_reset=self.app.settings.auto_offset_reset,
             fetch_max_wait_ms=_FETCH_MAX_WAIT_MS,
+            isolation_level=self.isolation_level,
             session_timeout_ms=self.options.session_timeout_ms,
             heartbeat_interval_ms=self.options.heartbeat_interval_ms,
             group_instance_id=self.options.group_instance_id,
         )
+
+    async def _run(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
+        state, restores, bars = self._state_manager(producer)
+        await state.start()
+        sink = ProducerSink(producer)
+        roles = self._roles(topology, state)
+        manager = TaskManager(
+            topology,
+            roles=roles,
+            state=state,
+            sink=sink,
+            # Exactly-once: the task manager holds the transaction lock while it commits.
+            commit=self._commit_held if self.exactly_once else self._commit,
+            transaction=self.transaction if self.exactly_once else None,
+        )
+        consumer = self._consumer(topology, roles, manager)
         manager.fetch = consumer
         manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
@@ -264,14 +349,8 @@ class Worker:
             request_rejoin=consumer.request_rejoin,
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
-        register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
-        register_memory_metrics(self.metrics, state)
-        self.metrics.register(
-            "event_loop_stalls_total",
-            "counter",
-            "Times the event loop ran over 1 s late",
-            lambda: [((), float(self.loop_monitor.stalls))],
-        )
+        self.metrics = MetricsRegistry()  # afresh when exactly-once starts over
+        self._register_metrics(manager, sink, restores, state)
         server = None
         port = self.options.metrics_port
         if port is not None:
@@ -288,6 +367,10 @@ class Worker:
             await _until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
             await self._commit(None)
+        except BaseException:
+            if self.exactly_once:  # nothing of the open transaction may be committed now
+                await manager.lose_all()
+            raise
         finally:
             followups.cancel()
             monitor.cancel()
@@ -303,6 +386,22 @@ class Worker:
                 await server.stop()
         self._log_summary()
         logger.info("worker stopped")
+
+    def _register_metrics(
+        self,
+        manager: TaskManager,
+        sink: ProducerSink,
+        restores: RestoreTracker,
+        state: StateManager,
+    ) -> None:
+        register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
+        register_memory_metrics(self.metrics, state)
+        self.metrics.register(
+            "event_loop_stalls_total",
+            "counter",
+            "Times the event loop ran over 1 s late",
+            lambda: [((), float(self.loop_monitor.stalls))],
+        )
 
     def _log_summary(self) -> None:
         assert self.manager is not None and self.sink is not None
@@ -336,16 +435,22 @@ class Worker:
                 raise manager.failure
             busy = manager.buffered() > 0
             manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
-            await self.global_tables.poll()  # table updates before the records fetched next
-            fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
-            manager.route(fetched)
-            processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
-            await sink.drain()
+            # Exactly-once: a revocation (which holds the lock) never comes between fetching
+            # records and handing them to their tasks.
+            async with self.transaction if self.exactly_once else contextlib.nullcontext():
+                await self.global_tables.poll()  # table updates before the records fetched next
+                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+                manager.route(fetched)
+                processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
+                await sink.drain()
             # Yield to the event loop every round even when nothing above had to wait (fetched
             # records at hand, room in the producer): heartbeats and fetches run in between.
             await asyncio.sleep(0.005 if busy and not processed else 0)
             due = time.monotonic() >= next_commit or self.state.needs_flush
-            if due and (committing is None or committing.done()):
+            if due and self.exactly_once:  # tasks wait for the transaction to commit
+                await self._commit(None)
+                next_commit = time.monotonic() + self.commit_interval_s
+            elif due and (committing is None or committing.done()):
                 if committing is not None:
                     committing.result()  # a failed flush stops the worker: nothing is lost
                 committing = asyncio.create_task(self._commit(None), name="commit")
@@ -365,6 +470,10 @@ class Worker:
         processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
         written. The offsets are taken first, so processing may go on while this waits."""
         assert self.manager is not None and self.sink is not None
+        if self.exactly_once:
+            async with self.transaction:
+                await self._commit_transaction()
+            return
         async with self._commit_lock:
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
@@ -378,6 +487,28 @@ class Worker:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
                 return
             self.purger.after_commit(offsets)
+
+    async def _commit_held(self, tasks: frozenset[TaskId]) -> None:
+        await self._commit_transaction()
+
+    async def _commit_transaction(self) -> None:
+        """Exactly-once: one transaction holds every task's outputs, changelog writes and input
+        offsets since the last commit; commit it and begin the next. Every task takes part (as
+        in Kafka Streams): a revocation commits all tasks, not only those leaving."""
+        assert self.manager is not None and self._txn is not None
+        manager = self.manager
+        if manager.failure is not None:
+            raise manager.failure
+        offsets = manager.positions(None)
+        await self.sink.flush()  # type: ignore[union-attr]
+        await self.state.prepare_commit()
+        member = self.consumer.member
+        identity = MemberIdentity(
+            self.app.app_id, member.generation, member.member_id, member.config.group_instance_id
+        )
+        await self._txn.commit(offsets, identity, still_owned=lambda: manager.failure)
+        self.state.complete_commit()
+        self.purger.after_commit(offsets)
 
 
 async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:

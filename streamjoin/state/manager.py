@@ -146,6 +146,27 @@ class StateManager:
             if task.phase is not TaskPhase.RESTORING:
                 task.checkpoint()
 
+    async def prepare_commit(self) -> None:
+        """Exactly-once, before the transaction commits: every running active's changelog
+        writes are taken by the broker (in the transaction), none written to RocksDB yet.
+        Raises as `flush`; then abort the transaction."""
+        running = [task for task in self._tasks.values() if task.phase is TaskPhase.RUNNING]
+        results = await asyncio.gather(
+            *(task.prepare_commit() for task in running), return_exceptions=True
+        )
+        failures = [result for result in results if isinstance(result, BaseException)]
+        if failures:
+            raise failures[0]
+
+    def complete_commit(self) -> None:
+        """Exactly-once, once the transaction committed: the prepared writes go to RocksDB and
+        the checkpoints name the changelog offsets they reach (so a store never holds a write
+        of an aborted transaction, and its checkpoint proves what it holds)."""
+        for task in self._tasks.values():
+            task.complete_commit()
+            if task.phase is TaskPhase.STANDBY:
+                task.checkpoint()
+
     @property
     def needs_flush(self) -> bool:
         """Unflushed writes exceed `max_pending_writes`: call `flush()` (or commit) soon."""

@@ -3,9 +3,9 @@
 Restoring actives and standbys share it: each partition is tracked with a sink (the store that
 applies its records). A partition is read from the sink's start offset (None: the beginning)
 and the sink learns, after every poll, its position and the high watermark seen in fetch
-responses: the end to restore to (ListOffsets is not trusted; see broker.md). A start offset
-past the end, or out of the broker's range, makes the sink reset (wipe) and reading start over
-from the beginning.
+responses (the last stable offset when reading committed records only): the end to restore to
+(ListOffsets is not trusted; see broker.md). A start offset past the end, or out of the
+broker's range, makes the sink reset (wipe) and reading start over from the beginning.
 """
 
 from __future__ import annotations
@@ -61,6 +61,10 @@ class ReaderConfig:
     loop at a time, and lets small restores finish while big ones go on."""
     retry_backoff_s: float = 0.5
     client_id: str = "streamjoin-state"
+    isolation_level: str = "read_uncommitted"
+    """read_committed under exactly-once: records of aborted transactions are never restored,
+    and a partition ends at its last stable offset (an open transaction's records are not
+    read yet)."""
 
 
 class ChangelogReader:
@@ -86,6 +90,7 @@ class ChangelogReader:
             auto_offset_reset="none",
             fetch_max_wait_ms=config.fetch_max_wait_ms,
             max_partition_fetch_bytes=config.max_partition_fetch_bytes,
+            isolation_level=config.isolation_level,
         )
         await self._consumer.start()
         self._loop_task = asyncio.get_running_loop().create_task(
@@ -185,8 +190,12 @@ class ChangelogReader:
         for tp, sink in list(self._sinks.items()):
             if tp in self._fresh or self._sinks.get(tp) is not sink:
                 continue  # not assigned yet, or its task stopped reading meanwhile
-            highwater = consumer.highwater(tp)
-            if highwater is None:
+            highwater = (
+                consumer.last_stable_offset(tp)
+                if self.config.isolation_level == "read_committed"
+                else consumer.highwater(tp)
+            )
+            if highwater is None or highwater < 0:
                 continue
             position = await consumer.position(tp)
             if position > highwater:

@@ -107,6 +107,8 @@ class TaskState:
         self._events = events
         self._progress_interval_s = progress_interval_s
         self._writers: dict[str, ChangelogWriter] = {}
+        self._sent: dict[str, int | None] | None = None
+        """Changelog ends confirmed by `prepare_commit`, until the transaction commits."""
         self._highwaters: dict[str, int] = {}
         self._lock = asyncio.Lock()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -246,7 +248,26 @@ class TaskState:
             self._stop_reading()
         self._fail_ready(StateError(f"task {self.task_id!r} will not run: {why}"))
 
+    async def prepare_commit(self) -> None:
+        """Exactly-once, running active: send the changelog writes so far and wait for the
+        broker to take them (inside the open transaction), without writing them to RocksDB:
+        `complete_commit` does that once the transaction has committed, so the local database
+        never holds a write that may yet be aborted. ChangelogWriteError as in `flush`."""
+        async with self._lock:
+            if self.phase is TaskPhase.RUNNING:
+                self._sent = await self._send_locked()
+
+    def complete_commit(self) -> None:
+        """The transaction committed: write what `prepare_commit` sent to RocksDB, checkpoint."""
+        if self.phase is TaskPhase.RUNNING and self._sent is not None:
+            self._apply_sent(self._sent)
+            self.checkpoint()
+        self._sent = None
+
     async def _flush_locked(self) -> None:
+        self._apply_sent(await self._send_locked())
+
+    async def _send_locked(self) -> dict[str, int | None]:
         marks = {}
         for name, store in self.stores.items():
             store.begin_flush()
@@ -261,6 +282,9 @@ class TaskState:
             await self._close_writers()
             self.phase = TaskPhase.SUSPENDED
             raise
+        return confirmed
+
+    def _apply_sent(self, confirmed: dict[str, int | None]) -> None:
         for name, store in self.stores.items():
             store.finish_flush()
             if store.spec.source_topic is not None:

@@ -175,3 +175,27 @@ def test_auto_offset_reset_none_stops_a_fresh_group_in_one_line(
     command = worker(app_dir, "--bootstrap", broker.bootstrap, "--create-topics")
     error = refused([*command, "--auto-offset-reset", "none"])
     assert "has no committed offset and auto_offset_reset is none" in error, error
+
+
+def test_an_unknown_processing_guarantee_is_refused_before_kafka(tmp_path: Path) -> None:
+    command = worker(write_app(tmp_path, "x"), "--processing-guarantee", "exactly_twice")
+    error = refused([*command, "--bootstrap", "127.0.0.1:1"])
+    assert "processing guarantee 'exactly_twice': use at_least_once or exactly_once" in error
+
+
+@pytest.mark.broker
+def test_exactly_once_on_a_broker_without_transactions_is_one_line(
+    tansu_broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    """Tansu has no transactions: the worker says so, and that at_least_once works there."""
+    command = worker(
+        write_app(tmp_path, unique),
+        "--bootstrap",
+        tansu_broker.bootstrap,
+        "--create-topics",
+        "--processing-guarantee",
+        "exactly_once",
+    )
+    error = refused(command)
+    assert "does not support transactions" in error
+    assert "at_least_once works on it" in error

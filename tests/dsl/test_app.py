@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import streamjoin
 from streamjoin import App, JoinWindows
 from streamjoin.errors import ConfigurationError
 
@@ -96,3 +97,11 @@ def test_bad_settings_and_windows_are_refused() -> None:
         JoinWindows(before=0, after=-1)
     with pytest.raises(ConfigurationError, match="milliseconds"):
         JoinWindows(before=0, after=1.5)  # type: ignore[arg-type]
+
+
+def test_processing_guarantee_is_an_app_setting() -> None:
+    joins = streamjoin.App("ads", processing_guarantee="exactly_once")  # as in the README
+    assert joins.settings.processing_guarantee == "exactly_once"
+    assert App("ads").settings.processing_guarantee == "at_least_once"
+    with pytest.raises(ConfigurationError, match="use at_least_once or exactly_once"):
+        App("ads", processing_guarantee="exactly-once")

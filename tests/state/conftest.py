@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from streamjoin.state import StateConfig, StateManager
+from streamjoin.state.reader import ReaderConfig
 
 
 class RecordingWriter:
@@ -74,14 +75,23 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
     opened: list[StateManager] = []
 
     async def make(
-        producer: Any, *, state_dir: Path | None = None, app_id: str, max_pending_writes: int = 1000
+        producer: Any,
+        *,
+        state_dir: Path | None = None,
+        app_id: str,
+        max_pending_writes: int = 1000,
+        isolation_level: str = "read_uncommitted",
     ) -> StateManager:
         manager = StateManager(
             state_dir=state_dir or tmp_path / "state",
             app_id=app_id,
             bootstrap=broker.bootstrap,
             producer=producer,
-            config=StateConfig(progress_interval_s=0.0, max_pending_writes=max_pending_writes),
+            config=StateConfig(
+                progress_interval_s=0.0,
+                max_pending_writes=max_pending_writes,
+                reader=ReaderConfig(isolation_level=isolation_level),
+            ),
         )
         await manager.start()
         opened.append(manager)

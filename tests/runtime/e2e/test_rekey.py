@@ -12,6 +12,7 @@ import signal
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import worker_processes as processes
@@ -60,11 +61,30 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
         await producer.stop()
 
 
-async def read_revenue(bootstrap: str, suffix: str, want: int, within_s: float) -> Counter[int]:
-    """Auction -> how many revenue records name it (with its click and amount checked)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+async def read_revenue(
+    bootstrap: str,
+    suffix: str,
+    want: int,
+    within_s: float,
+    isolation_level: str = "read_uncommitted",
+    settle_s: float = 0.0,
+) -> Counter[int]:
+    """Auction -> how many revenue records name it (with its click and amount checked), read
+    until `want` auctions are seen, then until nothing arrives for `settle_s`."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level
+    )
     await consumer.start()
     seen: Counter[int] = Counter()
+
+    def count(records: list[Any]) -> None:
+        for record in records:
+            value = json.loads(record.value)
+            a = value["auction"]
+            assert value == {"auction": a, "click": f"c{a}", "amount": a % 97}
+            assert record.key == f"a{a}".encode()
+            seen[a] += 1
+
     try:
         tps = [TopicPartition(f"revenue-{suffix}", p) for p in range(LAYOUT["impressions"])]
         consumer.assign(tps)
@@ -72,12 +92,10 @@ async def read_revenue(bootstrap: str, suffix: str, want: int, within_s: float) 
         deadline = time.monotonic() + within_s
         while len(seen) < want and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                for record in records:
-                    value = json.loads(record.value)
-                    a = value["auction"]
-                    assert value == {"auction": a, "click": f"c{a}", "amount": a % 97}
-                    assert record.key == f"a{a}".encode()
-                    seen[a] += 1
+                count(records)
+        while settle_s and (batch := await consumer.getmany(timeout_ms=int(settle_s * 1000))):
+            for records in batch.values():
+                count(records)
     finally:
         await consumer.stop()
     return seen

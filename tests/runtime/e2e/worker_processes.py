@@ -36,8 +36,12 @@ class Workers:
         self.bootstrap, self.suffix, self.tmp, self.app = bootstrap, suffix, tmp, app
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, *options: str) -> None:
-        env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix}
+    def start(
+        self, name: str, *options: str, state: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """`state`: the name of another worker whose state directory this one takes over (its
+        replacement); `env`: more environment variables."""
+        env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix, **(env or {})}
         with open(self.tmp / f"{name}.log", "wb") as log:
             self.processes[name] = subprocess.Popen(
                 [
@@ -51,7 +55,7 @@ class Workers:
                     "--bootstrap",
                     self.bootstrap,
                     "--state-dir",
-                    str(self.tmp / f"state-{name}"),
+                    str(self.tmp / f"state-{state or name}"),
                     "--commit-interval",
                     "0.5",
                     "--session-timeout",
@@ -79,6 +83,15 @@ class Workers:
                 process.kill()
                 codes[name] = process.wait()
         return codes
+
+    async def wait_for_log(self, name: str, text: str, within_s: float) -> None:
+        """Until worker `name`'s log holds `text` (AssertionError with the logs after
+        `within_s`)."""
+        log = self.tmp / f"{name}.log"
+        deadline = time.monotonic() + within_s
+        while text not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, f"{name} never logged {text!r}\n{self.logs()}"
+            await asyncio.sleep(0.2)
 
     def logs(self) -> str:
         return "\n".join(
@@ -130,8 +143,19 @@ async def read_sent(bootstrap: str, suffix: str) -> dict[str, set[int]]:
     return found
 
 
-async def read_joined(bootstrap: str, suffix: str, want: int, within_s: float) -> Counter[int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+async def read_joined(
+    bootstrap: str,
+    suffix: str,
+    want: int,
+    within_s: float,
+    isolation_level: str = "read_uncommitted",
+    settle_s: float = 0.0,
+) -> Counter[int]:
+    """How often each auction was joined, read until `want` auctions are seen (or `within_s`
+    passed), then until nothing more arrives for `settle_s` (so late repeats are counted)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level
+    )
     await consumer.start()
     seen: Counter[int] = Counter()
     try:
@@ -141,6 +165,9 @@ async def read_joined(bootstrap: str, suffix: str, want: int, within_s: float) -
         deadline = time.monotonic() + within_s
         while len(seen) < want and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
+                seen.update(json.loads(r.value)["auction"] for r in records)
+        while settle_s and (batch := await consumer.getmany(timeout_ms=int(settle_s * 1000))):
+            for records in batch.values():
                 seen.update(json.loads(r.value)["auction"] for r in records)
     finally:
         await consumer.stop()
