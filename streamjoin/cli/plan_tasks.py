@@ -14,7 +14,14 @@ from typing import Any
 import typer
 
 from streamjoin.assignment.tasks.checks import problems, spreads
-from streamjoin.assignment.tasks.model import PendingMove, Role, TaskAssignment, TaskId, Warmup
+from streamjoin.assignment.tasks.model import (
+    ClientAssignment,
+    PendingMove,
+    Role,
+    TaskAssignment,
+    TaskId,
+    Warmup,
+)
 from streamjoin.assignment.tasks.scenario import (
     TaskScenario,
     parse_scenario,
@@ -70,17 +77,23 @@ def _what_if(raw: Any, join: Sequence[str], leave: Sequence[str]) -> Any:
 def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: float) -> str:
     settings = scenario.settings
     capacity = {client.process_id: client.capacity for client in scenario.clients}
+    members = {m.name: m.capacity for listed in scenario.members.values() for m in listed}
+    spread = scenario.spread(assignment)
     rows = [("client", "slots", "active", "standby", "learner")]
-    for client, roles in sorted(assignment.clients.items()):
-        rows.append(
-            (
-                client,
-                str(capacity[client]),
-                f"{len(roles.active):>3}  {_compact(roles.active)}",
-                f"{len(roles.standby):>3}  {_compact(roles.standby)}",
-                _compact(roles.learner),
-            )
+
+    def row(name: str, slots: int, roles: ClientAssignment) -> tuple[str, str, str, str, str]:
+        return (
+            name,
+            str(slots),
+            f"{len(roles.active):>3}  {_compact(roles.active)}",
+            f"{len(roles.standby):>3}  {_compact(roles.standby)}",
+            _compact(roles.learner),
         )
+
+    for client, roles in sorted(assignment.clients.items()):
+        rows.append(row(client, capacity[client], roles))
+        for member, member_roles in spread.get(client, {}).items():
+            rows.append(row(f"  member {member}", members[member], member_roles))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"task assignor    assign {elapsed_ms:.3f} ms    "
@@ -95,10 +108,10 @@ def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: floa
     ]
     found = problems(assignment, scenario.tasks, settings)
     lines += ["valid" if not found else "INVALID", *(f"  - {problem}" for problem in found)]
-    spread = spreads(assignment, scenario.tasks, capacity)
+    balance = spreads(assignment, scenario.tasks, capacity)
     lines.append(
-        f"spread per slot: actives {spread.active:.2f}, stateful copies {spread.stateful:.2f}, "
-        f"worst subtopology {spread.subtopology:.2f}"
+        f"spread per slot: actives {balance.active:.2f}, stateful copies {balance.stateful:.2f}, "
+        f"worst subtopology {balance.subtopology:.2f}"
     )
     if not assignment.followup:
         lines.append("stable: no follow-up rebalance needed")

@@ -74,14 +74,23 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
     opened: list[StateManager] = []
 
     async def make(
-        producer: Any, *, state_dir: Path | None = None, app_id: str, max_pending_writes: int = 1000
+        producer: Any,
+        *,
+        state_dir: Path | None = None,
+        app_id: str,
+        max_pending_writes: int = 1000,
+        lock_timeout_s: float = 60.0,
     ) -> StateManager:
         manager = StateManager(
             state_dir=state_dir or tmp_path / "state",
             app_id=app_id,
             bootstrap=broker.bootstrap,
             producer=producer,
-            config=StateConfig(progress_interval_s=0.0, max_pending_writes=max_pending_writes),
+            config=StateConfig(
+                progress_interval_s=0.0,
+                max_pending_writes=max_pending_writes,
+                lock_timeout_s=lock_timeout_s,
+            ),
         )
         await manager.start()
         opened.append(manager)
