@@ -51,6 +51,7 @@ def _override(app: App, **values: float | None) -> None:
 
 
 def worker(  # noqa: PLR0917 - one parameter per command-line option
+    context: typer.Context,
     app: Annotated[
         str,
         typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins)."),
@@ -239,6 +240,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     if count > 1:
         raise typer.Exit(
             run_supervised_workers(
+                context,
                 count,
                 state_dir=running.state_dir,
                 app_id=loaded.app_id,

@@ -1,7 +1,8 @@
 """`streamjoin worker --processes N`: the command line side of the supervisor.
 
-Parses N, and builds the children's command line from the options the user gave (as click
-parsed them, so every option of `worker` passes through, however it was spelled), minus those
+Parses N, and builds the children's command line from the options the user gave (as the
+command's parser read them, so every option of `worker` passes through, however it was
+spelled), minus those
 the supervisor handles itself: `--processes`, `--metrics-port` (one endpoint for the host),
 `--create-topics` (done once, before the children start) and `--instance-id` (each child gets
 `<id>-<index>`: static members must differ).
@@ -14,7 +15,7 @@ import enum
 import os
 from pathlib import Path
 
-import click
+import typer
 
 from streamjoin.cli import fail
 from streamjoin.runtime.process_identity import process_id
@@ -39,6 +40,7 @@ def parse_processes(value: str) -> int:
 
 
 def run_supervised_workers(
+    context: typer.Context,
     processes: int,
     *,
     state_dir: Path,
@@ -49,7 +51,7 @@ def run_supervised_workers(
     """Run `processes` workers under a supervisor; returns the exit status."""
     process_id(state_dir / app_id)  # created once, before the children read it
     supervisor = Supervisor(
-        _child_args(click.get_current_context()),
+        _child_args(context),
         processes,
         metrics_port=metrics_port,
         instance_id=instance_id,
@@ -57,25 +59,24 @@ def run_supervised_workers(
     return asyncio.run(supervisor.run())
 
 
-def _child_args(context: click.Context) -> list[str]:
+def _child_args(context: typer.Context) -> list[str]:
     args: list[str] = []
     for param in context.command.params:
         name = param.name
         if name is None or name in _HANDLED_HERE:
             continue
-        if context.get_parameter_source(name) is not click.core.ParameterSource.COMMANDLINE:
+        source = context.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":
             continue
         value = context.params[name]
-        if isinstance(param, click.Argument):
+        if param.param_type_name == "argument":
             args.append(_text(value))
-            continue
-        assert isinstance(param, click.Option)
-        if param.is_flag:
-            args.append(param.opts[0] if value else param.secondary_opts[0])
-            continue
-        values = value if param.multiple else [value]
-        for item in values:
-            args += [param.opts[0], _text(item)]
+        elif getattr(param, "is_flag", False):
+            secondary = getattr(param, "secondary_opts", [])
+            args.append(param.opts[0] if value else secondary[0])
+        else:
+            for item in value if param.multiple else [value]:
+                args += [param.opts[0], _text(item)]
     return args
 
 

@@ -2,8 +2,8 @@
 
 The supervisor passes `STREAMJOIN_SUPERVISED=<its pid>:<index>:<port file>`. Such a worker stops
 (commit, leave, close, as on SIGTERM) when its supervisor is gone: the kernel sends it SIGTERM
-when the parent dies (PR_SET_PDEATHSIG, Linux), and a parent-pid watch catches the rest (a
-parent that died before the signal was armed, other systems). Its metrics are served on an
+when the parent dies (PR_SET_PDEATHSIG, armed by the supervisor before exec on Linux), and a
+parent-pid watch here catches the rest (other systems). Its metrics are served on an
 ephemeral loopback port written to the port file, for the supervisor to merge into the host's
 one endpoint.
 """
@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
-import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -29,7 +26,6 @@ __all__ = ("SUPERVISED_ENV", "SupervisedChild")
 logger = logging.getLogger(__name__)
 
 SUPERVISED_ENV = "STREAMJOIN_SUPERVISED"
-_PR_SET_PDEATHSIG = 1
 _WATCH_INTERVAL_S = 0.5
 
 
@@ -52,7 +48,6 @@ class SupervisedChild:
 
     async def run(self, worker: Worker) -> None:
         """Run `worker` until it stops, or until the supervisor is gone."""
-        _die_with_parent()
         server = MetricsServer(worker.metrics, 0, host="127.0.0.1")
         await server.start()
         draft = self.port_file.with_suffix(".tmp")
@@ -74,12 +69,3 @@ class SupervisedChild:
                 break
         logger.warning("the supervisor (pid %d) is gone: stopping", self.parent_pid)
         worker.stop()
-
-
-def _die_with_parent() -> None:
-    """Have the kernel send SIGTERM when the parent dies (Linux only; the watch covers the rest)."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)

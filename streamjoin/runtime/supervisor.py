@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from streamjoin.lifetime import die_with_parent
 from streamjoin.metrics import MetricsRegistry, MetricsServer
 from streamjoin.metrics.merge import merge_expositions
 from streamjoin.runtime.supervised import SUPERVISED_ENV, SupervisedChild
@@ -211,6 +212,7 @@ class Supervisor:
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, SUPERVISED_ENV: supervised.encode()},
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         child.process = process
         logger.info("worker process %d started (pid %d)", child.index, process.pid)
@@ -233,6 +235,11 @@ async def _relay(
         text = line.decode(errors="replace").strip()
         if remember and any(word in text for word in _ERROR_WORDS):
             child.last_error = text
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        die_with_parent()
 
 
 def _describe(status: int) -> str:

@@ -1,0 +1,156 @@
+"""`streamjoin worker --processes 2`: one supervisor, two worker processes of one host sharing
+its state directory and process id, on a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import worker_processes as processes
+
+from streamjoin.broker import Broker
+from streamjoin.broker.base import free_port
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+Workers, produce, read_joined = processes.Workers, processes.produce, processes.read_joined
+
+
+def children(pid: int) -> set[int]:
+    """The child processes of `pid` now (Linux)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return {int(p) for p in path.read_text().split()} if path.exists() else set()
+
+
+def alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+async def until(condition: Callable[[], bool], within_s: float, what: str) -> None:
+    for _ in range(int(within_s / 0.2)):
+        if condition():
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"not within {within_s} s: {what}")
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        return response.read().decode()
+
+
+def active_tasks(text: str) -> dict[str, int]:
+    found = re.findall(r'streamjoin_active_tasks\{process="(\d+)",[^}]*\} (\d+)', text)
+    return {process: int(count) for process, count in found}
+
+
+async def test_two_processes_of_a_host_share_its_tasks_and_stop_with_the_supervisor(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    await processes.make_topics(broker.bootstrap, unique)
+    workers = Workers(broker.bootstrap, unique, tmp_path)
+    port = free_port("127.0.0.1")
+    workers.start("host", "--processes", "2", "--metrics-port", str(port))
+    supervisor = workers.processes["host"].pid
+    try:
+        await until(lambda: len(children(supervisor)) == 2, 30, "two worker processes")
+        pids = children(supervisor)
+        await produce(broker.bootstrap, unique, range(2_000), pace_s=0)
+        seen = await read_joined(broker.bootstrap, unique, 2_000, within_s=60)
+        assert len(seen) == 2_000, workers.logs()
+        await until(
+            lambda: active_tasks(scrape(port)) == {"0": 2, "1": 2}, 30, "2 tasks per process"
+        )
+        ids = {(tmp_path / "state-host" / f"e2e-{unique}" / "process.id").read_text()}
+        assert len(ids) == 1
+    finally:
+        codes = workers.stop_all()
+    assert codes == {"host": 0}, workers.logs()
+    assert not any(alive(pid) for pid in pids)
+    log = (tmp_path / "host.log").read_text()
+    assert "[0] " in log and "[1] " in log
+
+
+async def test_a_task_moving_between_processes_of_a_host_restores_nothing(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    """One process stops (SIGTERM: it commits and closes its tasks); the other takes its tasks
+    over from the shared state directory, then hands them back to its restarted sibling:
+    every reopening restores 0 changelog records."""
+    await processes.make_topics(broker.bootstrap, unique)
+    workers = Workers(broker.bootstrap, unique, tmp_path)
+    workers.start("host", "--processes", "2")
+    supervisor = workers.processes["host"].pid
+    log = tmp_path / "host.log"
+    try:
+        await until(lambda: len(children(supervisor)) == 2, 30, "two worker processes")
+        await produce(broker.bootstrap, unique, range(1_000), pace_s=0)
+        assert len(await read_joined(broker.bootstrap, unique, 1_000, within_s=60)) == 1_000
+        before = log.read_text().count(" restored ")
+        child = min(children(supervisor))
+        os.kill(child, signal.SIGTERM)
+        await until(lambda: "restarting in" in log.read_text(), 30, "the supervisor restarts it")
+        await produce(broker.bootstrap, unique, range(1_000, 2_000), pace_s=0)
+        seen = await read_joined(broker.bootstrap, unique, 2_000, within_s=60)
+        assert len(seen) == 2_000, workers.logs()
+        await until(
+            lambda: log.read_text().count(" restored ") >= before + 4,
+            60,
+            "the tasks moved over and back",
+        )
+    finally:
+        codes = workers.stop_all()
+    assert codes == {"host": 0}, workers.logs()
+    text = log.read_text()
+    restores = [int(n) for n in re.findall(r"task \S+ restored (\d+) records", text)]
+    assert len(restores) >= 8 and set(restores) == {0}, text
+
+
+async def test_a_killed_process_is_replaced_and_no_joined_record_is_missing(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    await processes.make_topics(broker.bootstrap, unique)
+    workers = Workers(broker.bootstrap, unique, tmp_path)
+    workers.start("host", "--processes", "2")
+    supervisor = workers.processes["host"].pid
+    try:
+        await until(lambda: len(children(supervisor)) == 2, 30, "two worker processes")
+        producing = asyncio.create_task(produce(broker.bootstrap, unique, range(3_000), pace_s=0.1))
+        await asyncio.sleep(4)
+        killed = min(children(supervisor))
+        os.kill(killed, signal.SIGKILL)
+        await until(lambda: len(children(supervisor) - {killed}) == 2, 30, "a replacement process")
+        await producing
+        seen = await read_joined(broker.bootstrap, unique, 3_000, within_s=90)
+    finally:
+        codes = workers.stop_all()
+    missing = sorted(set(range(3_000)) - seen.keys())
+    assert not missing, f"missing {missing[:20]}...\n{workers.logs()}"
+    assert codes == {"host": 0}, workers.logs()
+    assert "killed by SIGKILL" in (tmp_path / "host.log").read_text()
+
+
+async def test_the_processes_stop_when_the_supervisor_is_killed(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    await processes.make_topics(broker.bootstrap, unique)
+    workers = Workers(broker.bootstrap, unique, tmp_path)
+    workers.start("host", "--processes", "2")
+    supervisor = workers.processes["host"].pid
+    try:
+        await until(lambda: len(children(supervisor)) == 2, 30, "two worker processes")
+        pids = children(supervisor)
+        workers.signal("host", signal.SIGKILL)
+        await until(lambda: not any(alive(pid) for pid in pids), 30, "the children exit")
+    finally:
+        workers.stop_all()
