@@ -10,9 +10,10 @@ process index. All children use the same state directory, hence the same process
 - SIGTERM/SIGINT: forwarded as SIGTERM to every child (each commits, leaves the group, closes
   its stores); exit 0 once all have ended. A second signal kills them at once (exit 130).
   Children run in their own session, so a terminal's Ctrl-C reaches them only through here.
-- A child that dies is restarted after a backoff; if children die `max_deaths` times within
-  `window_s`, or one exits with status 2 (refused: bad settings, missing topics), the rest are
-  stopped and the supervisor exits non-zero with one line naming the dead child's last error.
+- A child that dies is restarted (same process id: same state directory) after a backoff; if
+  children die `max_deaths` times within `window_s` (all together), or one exits with status
+  2 (refused: bad settings, missing topics), the rest are stopped and the supervisor exits
+  non-zero with one line naming the dead child's last error.
 - `--metrics-port`: one endpoint for the host, the children's metrics merged (metrics/merge.py).
 """
 
@@ -22,13 +23,14 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,8 +46,8 @@ logger = logging.getLogger(__name__)
 _REFUSED = 2
 """A worker's exit status for settings or topics it refuses: restarting would not help."""
 _SCRAPE_TIMEOUT_S = 5.0
-_ERROR_WORDS = ("Error", "error:", "Exception", "ERROR", "CRITICAL")
-"""A child's output line with one of these is remembered as its last error."""
+_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d [\d:,]+ ([A-Z]+) ")
+"""A line of the worker's log (streamjoin.cli.main's format), and its level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,6 @@ class _Child:
     process: asyncio.subprocess.Process | None = None
     last_error: str = ""
     restarts: int = 0
-    deaths: deque[float] = field(default_factory=deque)
 
 
 class Supervisor:
@@ -74,14 +75,17 @@ class Supervisor:
         metrics_port: int | None = None,
         policy: RestartPolicy | None = None,
         instance_id: str | None = None,
+        command: Sequence[str] = (sys.executable, "-m", "streamjoin", "worker"),
     ) -> None:
-        """`worker_args`: the `streamjoin worker` arguments every child gets."""
-        self.worker_args = list(worker_args)
+        """`worker_args`: the arguments every child gets after `command`."""
+        self.command = [*command, *worker_args]
         self.policy = policy or RestartPolicy()
         self.metrics_port = metrics_port
         self.instance_id = instance_id
         self.children = [_Child(i) for i in range(processes)]
         self._stopping = asyncio.Event()
+        self._deaths: deque[float] = deque()
+        """When children died, over the last `policy.window_s`."""
         self._signals = 0
         self._failure: str | None = None
         self._failure_status = 1
@@ -162,17 +166,17 @@ class Supervisor:
             if self._stopping.is_set():
                 return
             now = time.monotonic()
-            child.deaths.append(now)
-            while child.deaths and now - child.deaths[0] > self.policy.window_s:
-                child.deaths.popleft()
+            self._deaths.append(now)
+            while now - self._deaths[0] > self.policy.window_s:
+                self._deaths.popleft()
             cause = _describe(status) + (f": {child.last_error}" if child.last_error else "")
             if status == _REFUSED:
                 self._fail(f"process {child.index} refused to run: {cause}", _REFUSED)
                 return
-            if len(child.deaths) >= self.policy.max_deaths:
+            if len(self._deaths) >= self.policy.max_deaths:
                 self._fail(
-                    f"process {child.index} died {len(child.deaths)} times within "
-                    f"{self.policy.window_s:.0f} s; last error: {cause}",
+                    f"worker processes died {len(self._deaths)} times within "
+                    f"{self.policy.window_s:.0f} s; the last, process {child.index}: {cause}",
                     1,
                 )
                 return
@@ -198,15 +202,11 @@ class Supervisor:
     async def _run_child(self, child: _Child) -> int:
         self._port_file(child).unlink(missing_ok=True)
         supervised = SupervisedChild(os.getpid(), child.index, self._port_file(child))
-        args = list(self.worker_args)
+        args = list(self.command)
         if self.instance_id is not None:
             args += ["--instance-id", f"{self.instance_id}-{child.index}"]
         child.last_error = ""
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "streamjoin",
-            "worker",
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -233,8 +233,17 @@ async def _relay(
         out.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
         out.flush()
         text = line.decode(errors="replace").strip()
-        if remember and any(word in text for word in _ERROR_WORDS):
+        if remember and _is_error(text):
             child.last_error = text
+
+
+def _is_error(line: str) -> bool:
+    """An error logged, or a line outside the log (an exception's last line, a one-line error
+    of the CLI) that names one."""
+    logged = _LOG_LINE.match(line)
+    if logged is not None:
+        return logged.group(1) in ("ERROR", "CRITICAL")
+    return "rror" in line or "Exception" in line
 
 
 def _die_with_parent() -> None:
