@@ -116,7 +116,7 @@ class Supervisor:
                 path.unlink(missing_ok=True)
             self._ports.rmdir()
         if self._failure is not None:
-            print(f"streamjoin worker: {self._failure}", file=sys.stderr, flush=True)
+            print(f"error: {self._failure}", file=sys.stderr, flush=True)
             return self._failure_status
         return 0
 

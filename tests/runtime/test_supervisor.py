@@ -34,7 +34,7 @@ async def test_children_that_keep_dying_end_it_with_one_line_naming_the_cause(
     assert await supervisor.run() == 1
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("streamjoin worker: worker processes died 3 times within 60 s")
+    assert last.startswith("error: worker processes died 3 times within 60 s")
     assert last.endswith("exit status 1: RuntimeError: the disk is full")
     assert "[0] Traceback" in err and "[1] Traceback" in err
     assert 3 <= len(starts.read_text()) <= 4  # the other child may be starting when it gives up
@@ -51,8 +51,7 @@ async def test_a_child_refusing_its_settings_is_not_restarted(
     assert await supervisor.run() == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == (
-        "streamjoin worker: process 0 refused to run: exit status 2: "
-        "error: --state-dir x: not writable"
+        "error: process 0 refused to run: exit status 2: error: --state-dir x: not writable"
     )
     assert supervisor.children[0].restarts == 0
 
