@@ -20,6 +20,19 @@ from streamjoin.broker.base import free_port
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 Workers, produce, read_joined = processes.Workers, processes.produce, processes.read_joined
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def readme_options(port: int) -> list[str]:
+    """The options of the README's `--processes` command, on another metrics port."""
+    line = next(
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("streamjoin worker app:joins --processes")
+    )
+    options = line.split()[3:]
+    assert options == ["--processes", "2", "--metrics-port", "9100"]
+    return [*options[:-1], str(port)]
 
 
 def children(pid: int) -> set[int]:
@@ -60,7 +73,7 @@ async def test_two_processes_of_a_host_share_its_tasks_and_stop_with_the_supervi
     await processes.make_topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
     port = free_port("127.0.0.1")
-    workers.start("host", "--processes", "2", "--metrics-port", str(port))
+    workers.start("host", *readme_options(port))
     supervisor = workers.processes["host"].pid
     try:
         await until(lambda: len(children(supervisor)) == 2, 30, "two worker processes")
@@ -71,6 +84,7 @@ async def test_two_processes_of_a_host_share_its_tasks_and_stop_with_the_supervi
         await until(
             lambda: active_tasks(scrape(port)) == {"0": 2, "1": 2}, 30, "2 tasks per process"
         )
+        assert 'streamjoin_process_restarts_total{process="1"} 0' in scrape(port)
         ids = {(tmp_path / "state-host" / f"e2e-{unique}" / "process.id").read_text()}
         assert len(ids) == 1
     finally:
