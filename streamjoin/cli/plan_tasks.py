@@ -31,7 +31,7 @@ from streamjoin.assignment.tasks.scenario import (
 from streamjoin.cli import fail
 from streamjoin.errors import StreamJoinError
 
-__all__ = ("run_task_plan",)
+__all__ = ("print_task_plan", "run_task_plan")
 
 _MOVES_SHOWN = 20
 
@@ -47,6 +47,13 @@ def run_task_plan(
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         fail(f"{path} is not valid JSON: {exc}")
+    print_task_plan(raw, str(path), as_json, join=join, leave=leave)
+
+
+def print_task_plan(
+    raw: Any, where: str, as_json: bool, *, join: Sequence[str] = (), leave: Sequence[str] = ()
+) -> None:
+    """Print the plan of a task scenario read from `where` (a file, a live group)."""
     raw = _what_if(raw, join, leave)
     try:
         if as_json:
@@ -55,7 +62,7 @@ def run_task_plan(
         scenario = parse_scenario(raw)
         assignment, elapsed_ms = timed_assignment(scenario)
     except StreamJoinError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{where}: {exc}")
     typer.echo(_render(scenario, assignment, elapsed_ms))
 
 

@@ -51,6 +51,7 @@ from streamjoin.assignment.tasks.model import (
     TaskAssignment,
     TaskId,
     TaskSpec,
+    best_offset_sum,
 )
 from streamjoin.errors import ProtocolDecodeError
 
@@ -210,7 +211,7 @@ class TaskPartitionAssignor(PartitionAssignor):
         standby: set[TaskId] = set()
         for _, info in members:
             for task, offset_sum in info.offset_sums.items():
-                sums[task] = _better(sums.get(task), offset_sum)
+                sums[task] = best_offset_sum(sums.get(task), offset_sum)
             standby.update(info.standby)
         active = {t for t in tasks if all(tp in owned for tp in self._partitions(t))}
         active |= {t for t, s in sums.items() if s == RUNNING_ACTIVE}
@@ -273,13 +274,3 @@ class TaskPartitionAssignor(PartitionAssignor):
                     sorted(tp for t in plan.clients[process].active for tp in self._partitions(t))
                 )
         return hosts
-
-
-def _better(known: int | None, reported: int) -> int:
-    """Of two members' offset sums for one task (they share the state directory): the running
-    active's, else the furthest."""
-    if known is None:
-        return reported
-    if RUNNING_ACTIVE in (known, reported):
-        return RUNNING_ACTIVE
-    return max(known, reported)
