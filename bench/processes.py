@@ -160,7 +160,8 @@ async def run_worker(
     try:
         while records_fetched(port) == 0:
             if worker.poll() is not None:
-                raise SystemExit(f"the worker exited: see {workdir / f'{prefix}.log'}")
+                tail = (workdir / f"{prefix}.log").read_text(errors="replace").splitlines()[-15:]
+                raise SystemExit("the worker exited:\n" + "\n".join(tail))
             await asyncio.sleep(0.05)
         started, broker_cpu = time.monotonic(), cpu_seconds(broker_pid)
         await until_committed(bootstrap, prefix, contender.partitions, records)
