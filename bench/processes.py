@@ -9,9 +9,10 @@ It is timed from the first input record any of its processes fetched (the host's
 endpoint, polled) until the group's committed offsets cover every input record (polled every
 0.2 s; a commit comes after the outputs are acknowledged). Printed per contender: input
 records/s, seconds, CPU seconds of each worker process (start-up included: about 1-2 s of
-imports) and of the broker over the timed span; then the ratio processes 2 / processes 1
-(goal >= 1.6x). On a shared machine (other processes using the same cores) the ratio says
-what the second process gained with what was left, not what 2 idle cores give.
+imports), the cores they used together (CPU / seconds) and CPU per record, and the broker's
+CPU over the timed span; then the ratio processes 2 / processes 1 (goal >= 1.6x). On a shared
+machine (other processes using the same cores) the ratio says what the second process gained
+with what was left, not what 2 idle cores give: the cores used tell how much that was.
 
     python bench/processes.py [--impressions 150000] [--partitions 8] [--rounds 1]
 """
@@ -186,9 +187,11 @@ async def run(bootstrap: str, broker_pid: int, args: argparse.Namespace, workdir
         outcome = await run_worker(bootstrap, broker_pid, contender, workdir)
         outcomes[processes].append(outcome)
         cpu = ", ".join(f"{s:.1f}" for s in outcome.cpu_by_process.values())
+        total = sum(outcome.cpu_by_process.values())
         print(
             f"--processes {processes}: {outcome.rate:>9,.0f} records/s  {outcome.seconds:6.1f} s"
-            f"  CPU s per worker process [{cpu}]  broker CPU {outcome.broker_cpu_s:.1f} s"
+            f"  CPU s per worker process [{cpu}] ({total / outcome.seconds:.2f} cores,"
+            f" {total / records * 1e6:.0f} us/record)  broker CPU {outcome.broker_cpu_s:.1f} s"
         )
     best = {n: max(o.rate for o in found) for n, found in outcomes.items()}
     print(
