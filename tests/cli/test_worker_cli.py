@@ -3,6 +3,7 @@ that cannot work, given before anything touches Kafka."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin.broker import Broker
+from streamjoin.cli.worker_processes import parse_processes
 
 APP = """
 import streamjoin
@@ -177,3 +179,8 @@ def test_a_negative_setting_is_refused_before_kafka(tmp_path: Path) -> None:
         worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--max-task-idle-ms", "-5")
     )
     assert error == "error: --max-task-idle-ms -5: cannot be negative"
+
+
+def test_auto_processes_are_the_cores_this_process_may_run_on() -> None:
+    assert parse_processes("auto") == len(os.sched_getaffinity(0))
+    assert parse_processes("3") == 3
