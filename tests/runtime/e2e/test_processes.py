@@ -117,7 +117,11 @@ async def test_a_task_moving_between_processes_of_a_host_restores_nothing(
     every reopening restores 0 changelog records."""
     await processes.make_topics(broker.bootstrap, unique)
     workers = Workers(broker.bootstrap, unique, tmp_path)
-    workers.start("host", "--processes", "2")
+    port = free_port("127.0.0.1")
+    # A batch produced at once: wait for an input that has nothing fetched yet rather than
+    # run ahead of it (its records would then be late: what this test checks is the hand-over).
+    idle = ["--max-task-idle-ms", "5000"]
+    workers.start("host", "--processes", "2", "--metrics-port", str(port), *idle)
     supervisor = workers.processes["host"].pid
     log = tmp_path / "host.log"
     try:
@@ -134,7 +138,8 @@ async def test_a_task_moving_between_processes_of_a_host_restores_nothing(
         await produce(broker.bootstrap, unique, later, pace_s=0)
         seen = await read_joined(broker.bootstrap, unique, 2_000, within_s=60)
         missing = sorted({*range(1_000), *later} - seen.keys())
-        assert not missing, f"missing {missing[:40]}...\n{workers.logs()}"
+        late = [line for line in scrape(port).splitlines() if "late" in line or "dead" in line]
+        assert not missing, f"missing {missing[:40]}... {late}\n{workers.logs()}"
         await until(
             lambda: log.read_text().count(" restored ") >= before + 4,
             60,
