@@ -142,13 +142,23 @@ def plan_command(
 ) -> None:
     """Show each member's partitions, balance and what would move, for a consumer group."""
     if tasks:
-        if scenario_path is None or from_group is not None:
-            fail("--tasks needs a task scenario file and cannot be used with --from-group")
         if assignor is not None:
             fail("--assignor does not apply to --tasks: tasks are placed by the task assignor")
         # Imported on use: the task planner is optional for the consumer-group plan.
-        importlib.import_module("streamjoin.cli.plan_tasks").run_task_plan(
-            scenario_path, as_json, join=join or [], leave=leave or []
+        planner = importlib.import_module("streamjoin.cli.plan_tasks")
+        if scenario_path is not None and from_group is None:
+            planner.run_task_plan(scenario_path, as_json, join=join or [], leave=leave or [])
+            return
+        if scenario_path is not None or bootstrap is None:
+            fail(
+                "give either a task SCENARIO.json file or --from-group GROUP --bootstrap HOST:PORT"
+            )
+        try:
+            raw = read_group_scenario(str(from_group), bootstrap, tasks=True)
+        except StreamJoinError as exc:
+            fail(str(exc))
+        planner.print_task_plan(
+            raw, f"group {from_group}", as_json, join=join or [], leave=leave or []
         )
         return
     if (scenario_path is None) == (from_group is None):

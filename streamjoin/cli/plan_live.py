@@ -18,6 +18,7 @@ from streamjoin.assignment.consumer.consumer_protocol import decode_assignment, 
 from streamjoin.assignment.consumer.stream_join_sticky import StreamJoinStickyAssignor
 from streamjoin.assignment.consumer.stream_join_user_data import decode_stream_join_assignment
 from streamjoin.assignment.model import NO_GENERATION
+from streamjoin.cli.plan_live_tasks import task_group_scenario
 from streamjoin.errors import ConfigurationError, ProtocolDecodeError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
@@ -32,15 +33,16 @@ Member = tuple[str, str, str, bytes, bytes]
 
 
 def read_group_scenario(
-    group: str, bootstrap: KafkaTarget, timeout_s: float = 15.0
+    group: str, bootstrap: KafkaTarget, timeout_s: float = 15.0, *, tasks: bool = False
 ) -> dict[str, Any]:
-    """The scenario of `group` as the broker at `bootstrap` sees it now.
+    """The scenario of `group` as the broker at `bootstrap` sees it now (`tasks`: the task
+    scenario of a streamjoin worker group, plan_live_tasks.py).
 
     Raises a StreamJoinError (one line) when the broker cannot be reached, cannot describe
     groups, or the group cannot be planned (no members, rebalancing, no metadata reported).
     """
     try:
-        return asyncio.run(asyncio.wait_for(_read(group, bootstrap), timeout_s))
+        return asyncio.run(asyncio.wait_for(_read(group, bootstrap, tasks=tasks), timeout_s))
     except (UnsupportedVersionError, IncompatibleBrokerVersion) as exc:
         raise ConfigurationError(
             f"the broker at {bootstrap} does not support describing groups "
@@ -53,7 +55,10 @@ def read_group_scenario(
         ) from None
 
 
-async def _read(group: str, bootstrap: KafkaTarget) -> dict[str, Any]:
+async def _describe_group(
+    group: str, bootstrap: KafkaTarget
+) -> tuple[str, str, str, Sequence[Member], dict[str, int]]:
+    """The group's state, protocol type, protocol and members, and the partition counts."""
     async with open_admin(bootstrap) as admin:
         responses = await admin.describe_consumer_groups([group])
         topics = await partition_counts(admin)
@@ -62,6 +67,14 @@ async def _read(group: str, bootstrap: KafkaTarget) -> dict[str, Any]:
         raise ConfigurationError(
             f"the broker refused to describe group {group!r}: error {error_code}"
         )
+    return state, protocol_type, protocol, members, topics
+
+
+async def _read(group: str, bootstrap: KafkaTarget, *, tasks: bool) -> dict[str, Any]:
+    state, protocol_type, protocol, members, topics = await _describe_group(group, bootstrap)
+    if tasks:
+        _check_plannable(group, state=state, protocol_type=protocol_type, members=members)
+        return task_group_scenario(group, protocol, members)
     return group_scenario(
         group,
         state=state,
@@ -72,16 +85,10 @@ async def _read(group: str, bootstrap: KafkaTarget) -> dict[str, Any]:
     )
 
 
-def group_scenario(
-    group: str,
-    *,
-    state: str,
-    protocol_type: str,
-    protocol: str,
-    members: Sequence[Member],
-    topics: dict[str, int],
-) -> dict[str, Any]:
-    """A scenario from one group's DescribeGroups entry and the cluster's partition counts."""
+def _check_plannable(
+    group: str, *, state: str, protocol_type: str, members: Sequence[Member]
+) -> None:
+    """Refuse, in one line, a group that cannot be planned from what the broker described."""
     if not members:
         raise ConfigurationError(f"group {group!r} has no members (state {state!r})")
     if protocol_type != "consumer":
@@ -98,6 +105,19 @@ def group_scenario(
             "assignments (empty DescribeGroups metadata, as the embedded broker does), so it "
             "cannot be planned from the broker; write a scenario file instead"
         )
+
+
+def group_scenario(
+    group: str,
+    *,
+    state: str,
+    protocol_type: str,
+    protocol: str,
+    members: Sequence[Member],
+    topics: dict[str, int],
+) -> dict[str, Any]:
+    """A scenario from one group's DescribeGroups entry and the cluster's partition counts."""
+    _check_plannable(group, state=state, protocol_type=protocol_type, members=members)
     topics = dict(topics)
     scenario: dict[str, Any] = {}
     for member_id, _client_id, _host, metadata, assignment_bytes in members:

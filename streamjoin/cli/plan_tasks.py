@@ -14,7 +14,14 @@ from typing import Any
 import typer
 
 from streamjoin.assignment.tasks.checks import problems, spreads
-from streamjoin.assignment.tasks.model import PendingMove, Role, TaskAssignment, TaskId, Warmup
+from streamjoin.assignment.tasks.model import (
+    ClientAssignment,
+    PendingMove,
+    Role,
+    TaskAssignment,
+    TaskId,
+    Warmup,
+)
 from streamjoin.assignment.tasks.scenario import (
     TaskScenario,
     parse_scenario,
@@ -24,7 +31,7 @@ from streamjoin.assignment.tasks.scenario import (
 from streamjoin.cli import fail
 from streamjoin.errors import StreamJoinError
 
-__all__ = ("run_task_plan",)
+__all__ = ("print_task_plan", "run_task_plan")
 
 _MOVES_SHOWN = 20
 
@@ -40,6 +47,13 @@ def run_task_plan(
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         fail(f"{path} is not valid JSON: {exc}")
+    print_task_plan(raw, str(path), as_json, join=join, leave=leave)
+
+
+def print_task_plan(
+    raw: Any, where: str, as_json: bool, *, join: Sequence[str] = (), leave: Sequence[str] = ()
+) -> None:
+    """Print the plan of a task scenario read from `where` (a file, a live group)."""
     raw = _what_if(raw, join, leave)
     try:
         if as_json:
@@ -48,7 +62,7 @@ def run_task_plan(
         scenario = parse_scenario(raw)
         assignment, elapsed_ms = timed_assignment(scenario)
     except StreamJoinError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{where}: {exc}")
     typer.echo(_render(scenario, assignment, elapsed_ms))
 
 
@@ -70,17 +84,23 @@ def _what_if(raw: Any, join: Sequence[str], leave: Sequence[str]) -> Any:
 def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: float) -> str:
     settings = scenario.settings
     capacity = {client.process_id: client.capacity for client in scenario.clients}
+    members = {m.name: m.capacity for listed in scenario.members.values() for m in listed}
+    spread = scenario.spread(assignment)
     rows = [("client", "slots", "active", "standby", "learner")]
-    for client, roles in sorted(assignment.clients.items()):
-        rows.append(
-            (
-                client,
-                str(capacity[client]),
-                f"{len(roles.active):>3}  {_compact(roles.active)}",
-                f"{len(roles.standby):>3}  {_compact(roles.standby)}",
-                _compact(roles.learner),
-            )
+
+    def row(name: str, slots: int, roles: ClientAssignment) -> tuple[str, str, str, str, str]:
+        return (
+            name,
+            str(slots),
+            f"{len(roles.active):>3}  {_compact(roles.active)}",
+            f"{len(roles.standby):>3}  {_compact(roles.standby)}",
+            _compact(roles.learner),
         )
+
+    for client, roles in sorted(assignment.clients.items()):
+        rows.append(row(client, capacity[client], roles))
+        for member, member_roles in spread.get(client, {}).items():
+            rows.append(row(f"  member {member}", members[member], member_roles))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"task assignor    assign {elapsed_ms:.3f} ms    "
@@ -95,10 +115,10 @@ def _render(scenario: TaskScenario, assignment: TaskAssignment, elapsed_ms: floa
     ]
     found = problems(assignment, scenario.tasks, settings)
     lines += ["valid" if not found else "INVALID", *(f"  - {problem}" for problem in found)]
-    spread = spreads(assignment, scenario.tasks, capacity)
+    balance = spreads(assignment, scenario.tasks, capacity)
     lines.append(
-        f"spread per slot: actives {spread.active:.2f}, stateful copies {spread.stateful:.2f}, "
-        f"worst subtopology {spread.subtopology:.2f}"
+        f"spread per slot: actives {balance.active:.2f}, stateful copies {balance.stateful:.2f}, "
+        f"worst subtopology {balance.subtopology:.2f}"
     )
     if not assignment.followup:
         lines.append("stable: no follow-up rebalance needed")

@@ -21,9 +21,11 @@ from streamjoin.cli.worker_checks import (
     check_state_dir,
     create_missing_inputs,
 )
+from streamjoin.cli.worker_processes import parse_processes, run_supervised_workers
 from streamjoin.dsl.app import App, AppSettings
 from streamjoin.dsl.loading import load_app
 from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.supervised import SupervisedChild
 from streamjoin.runtime.worker import Worker, WorkerOptions
 from streamjoin.state.memory import parse_size
 
@@ -57,6 +59,7 @@ def _override(app: App, **values: float | None) -> None:
 
 
 def worker(  # noqa: PLR0917 - one parameter per command-line option
+    context: typer.Context,
     app: Annotated[
         str,
         typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins)."),
@@ -194,6 +197,14 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         str | None,
         typer.Option(metavar="ID", help="Static group membership id (group.instance.id)."),
     ] = None,
+    processes: Annotated[
+        str,
+        typer.Option(
+            metavar="N|auto",
+            help="Worker processes on this host, one client of the group sharing --state-dir "
+            "(auto: one per usable core).",
+        ),
+    ] = "1",
     create_topics: Annotated[
         bool,
         typer.Option(
@@ -210,10 +221,12 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
 ) -> None:
     """Run an app's joins as one member of its worker group.
 
-    Ctrl-C or SIGTERM: finish the batch, commit, leave the group; a second signal exits at
-    once. A default "(app setting, X)" is the app's own (streamjoin.App(..., setting=X)),
-    which the option overrides; window_memory_bytes is set in the app only.
+    Ctrl-C or SIGTERM: finish the batch, commit, leave the group (with --processes: every
+    process); a second signal exits at once. A default "(app setting, X)" is the app's own
+    (streamjoin.App(..., setting=X)), which the option overrides; window_memory_bytes is set
+    in the app only.
     """
+    count = parse_processes(processes)
     options = WorkerOptions(
         bootstrap=bootstrap,
         state_dir=state_dir,
@@ -242,7 +255,12 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         )
         if auto_offset_reset is not None:
             loaded.settings.auto_offset_reset = auto_offset_reset.value
-        options = replace(options, security=security.resolve(loaded.settings.security))
+        supervised = SupervisedChild.from_environ()
+        options = replace(
+            options,
+            security=security.resolve(loaded.settings.security),
+            member_index=None if supervised is None else supervised.index,
+        )
         running = Worker(loaded, options)
         # Local settings first: failing on them later would leave Kafka clients half set up.
         check_state_dir(running.state_dir, loaded.app_id)
@@ -252,6 +270,17 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         fail(escape(str(exc)))
     if create_topics:
         run_kafka(create_missing_inputs(loaded, running.kafka))
+    if count > 1:
+        raise typer.Exit(
+            run_supervised_workers(
+                context,
+                count,
+                state_dir=running.state_dir,
+                app_id=loaded.app_id,
+                metrics_port=metrics_port,
+                instance_id=instance_id,
+            )
+        )
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -266,7 +295,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, on_signal)
-        await running.run()
+        await (running.run() if supervised is None else supervised.run(running))
 
     asyncio.run(main())
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
+from typing import Protocol
 
-from streamjoin.metrics.registry import MetricsRegistry
-
-__all__ = ("MetricsServer",)
+__all__ = ("Exposition", "MetricsServer")
 
 logger = logging.getLogger(__name__)
 
 _CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+class Exposition(Protocol):
+    """What the server renders on each scrape: a registry, or metrics gathered at scrape time."""
+
+    def render(self) -> str | Awaitable[str]: ...
+
+
 class MetricsServer:
-    def __init__(self, registry: MetricsRegistry, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(self, registry: Exposition, port: int, host: str = "0.0.0.0") -> None:
         self._registry = registry
         self._host = host
         self.port = port
@@ -38,7 +44,9 @@ class MetricsServer:
             request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
             if path.split(b"?")[0] == b"/metrics":
-                status, body, kind = "200 OK", self._registry.render().encode(), _CONTENT_TYPE
+                rendered = self._registry.render()
+                text = rendered if isinstance(rendered, str) else await rendered
+                status, body, kind = "200 OK", text.encode(), _CONTENT_TYPE
             else:
                 status, body, kind = "404 Not Found", b"see /metrics\n", "text/plain"
             writer.write(

@@ -1,46 +1,52 @@
-"""Who a worker process is across restarts: a process id kept in its state directory.
+"""The process id of a host's workers: created once and kept in `<state_dir>/<app_id>/process.id`.
 
-Kafka Streams keeps one in `kafka-streams-process-metadata`; streamjoin keeps a UUID in
-`<state_dir>/<app_id>/.process-id`. A worker restarted on the same state directory is the same
-process, so its transactional producer fences the previous incarnation at once instead of
-waiting for that one's transaction to time out. A static member (`--instance-id`) is that
-identity already, and keeps it when its state directory is lost.
+Every worker process started on one state directory (`streamjoin worker --processes N`, or a
+restart) tells the group the same id, so the task assignor sees one client with their state.
+Deleting the state directory makes a new process: one without state, as it should be. An
+exactly-once worker's transactional id is built on it, so a worker restarted on the same state
+directory fences its previous incarnation at once instead of waiting for that one's transaction
+to time out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
 
-from streamjoin.state.layout import StateDirectory
+__all__ = ("PROCESS_ID_FILE", "process_id", "transactional_id")
 
-__all__ = ("process_id", "transactional_id")
-
-_FILE = ".process-id"
+PROCESS_ID_FILE = "process.id"
 
 
-def process_id(state_dir: Path | str, app_id: str) -> str:
-    """The process id stored in the state directory, created on first use."""
-    path = StateDirectory(state_dir, app_id).app_dir / _FILE
+def process_id(app_dir: Path) -> str:
+    """The id kept in `app_dir`, created if missing. Processes starting together agree on one:
+    a new id is linked into place only if no file exists yet (an empty one is replaced)."""
+    path = app_dir / PROCESS_ID_FILE
+    with contextlib.suppress(FileNotFoundError):
+        if existing := path.read_text().strip():
+            return existing
+    app_dir.mkdir(parents=True, exist_ok=True)
+    value = uuid.uuid4().hex
+    draft = app_dir / f".{PROCESS_ID_FILE}.{value}"
+    draft.write_text(value + "\n")
     try:
-        stored = path.read_text().strip()
-    except FileNotFoundError:
-        stored = ""
-    try:
-        return str(uuid.UUID(stored))
-    except ValueError:
-        pass
-    fresh = str(uuid.uuid4())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(_FILE + ".tmp")
-    temporary.write_text(fresh + "\n")
-    os.replace(temporary, path)
-    return fresh
+        os.link(draft, path)
+    except FileExistsError:
+        if existing := path.read_text().strip():
+            return existing
+        os.replace(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
+    return value
 
 
 def transactional_id(
-    app_id: str, state_dir: Path | str, group_instance_id: str | None = None
+    app_id: str, app_dir: Path, group_instance_id: str | None = None, member: int | None = None
 ) -> str:
-    """`<app_id>-<instance id>` for a static member, else `<app_id>-<process id>`."""
-    return f"{app_id}-{group_instance_id or process_id(state_dir, app_id)}"
+    """`<app_id>-<instance id>` for a static member (it keeps that identity when its state
+    directory is lost), else `<app_id>-<process id>`; `member`: the index of this process among
+    the host's `--processes`, which share one process id and would fence each other."""
+    base = group_instance_id or process_id(app_dir)
+    return f"{app_id}-{base}" + ("" if member is None or group_instance_id else f"-{member}")

@@ -1,48 +1,31 @@
 """The worker's side of the task assignor: what it tells the group about itself, and which
 roles (active, standby, learner) the group gave it.
 
-A worker is one process with a stable id (kept in its state directory, so a restart is
-recognised as the same process with the same local state), a capacity, and an offset sum for
+A worker has a stable process id (process_identity.py: kept in its state directory, so a
+restart is recognised as the same process with the same local state, and shared by the worker
+processes of one host), a capacity, and an offset sum for
 every task it has state of. The leader reads the changelog end offsets just before assigning.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from streamjoin.assignment.task_metadata import AssignmentInfo, SubscriptionInfo
 from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
 from streamjoin.kafka.connection import KafkaTarget
+from streamjoin.runtime.process_identity import process_id
 from streamjoin.runtime.topology import AppTopology, TaskId
 from streamjoin.state.end_offsets import changelog_end_offset_sums
 from streamjoin.state.manager import StateManager
 from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM as RUNNING_ACTIVE
 
-__all__ = ("Roles", "WorkerRoles", "process_id")
+__all__ = ("Roles", "WorkerRoles")
 
 logger = logging.getLogger(__name__)
-
-
-def process_id(app_dir: Path) -> str:
-    """This worker's process id, created once and kept in `<state_dir>/<app_id>/process.id`.
-    Deleting the state directory makes a new process: one without state, as it should be."""
-    path = app_dir / "process.id"
-    try:
-        return path.read_text().strip() or _new_process_id(path)
-    except FileNotFoundError:
-        return _new_process_id(path)
-
-
-def _new_process_id(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    value = uuid.uuid4().hex
-    path.write_text(value + "\n")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

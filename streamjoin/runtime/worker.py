@@ -106,6 +106,8 @@ class WorkerOptions:
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 1_000
     group_instance_id: str | None = None
+    member_index: int | None = None
+    """Which of the host's `--processes` this worker is (None: the only one)."""
     capacity: int = 1
     """Tasks this worker takes relative to others (the task assignor's capacity)."""
     num_standby_replicas: int | None = None
@@ -252,7 +254,12 @@ class Worker:
             producer = self._producer(None)
             await producer.start()
             return producer
-        tid = transactional_id(self.app.app_id, self.state_dir, self.options.group_instance_id)
+        tid = transactional_id(
+            self.app.app_id,
+            StateDirectory(self.state_dir, self.app.app_id).app_dir,
+            self.options.group_instance_id,
+            self.options.member_index,
+        )
         producer = self._producer(tid)
         self._txn = TransactionState(producer, tid)
         await self._txn.start(self.kafka.bootstrap)

@@ -31,6 +31,7 @@ from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ChangelogReader, ReaderConfig
 from streamjoin.state.specs import TaskSpec
+from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_state import TaskPhase, TaskState
 
 __all__ = ("StateConfig", "StateManager")
@@ -43,6 +44,8 @@ class StateConfig:
     """Least time between two RestoreProgress events of one task."""
     max_pending_writes: int = 100_000
     """`needs_flush` turns true once running tasks hold this many unflushed writes."""
+    lock_timeout_s: float = 60.0
+    """How long opening a task waits for another process of the host to close it."""
 
 
 class StateManager:
@@ -195,16 +198,26 @@ class StateManager:
             task = None
         if task is None:
             await self._ensure_changelogs(spec)
-            task = TaskState(
-                spec,
-                app_id=self.app_id,
-                directory=self.directory,
-                producer=self._producer,
-                reader=self._reader,
-                events=self.events,
-                progress_interval_s=self.config.progress_interval_s,
-                memory=self.memory,
+            lock = await TaskLock.acquire(
+                self.directory.task_dir(spec.task_id),
+                spec.task_id,
+                timeout_s=self.config.lock_timeout_s,
             )
+            try:
+                task = TaskState(
+                    spec,
+                    app_id=self.app_id,
+                    directory=self.directory,
+                    producer=self._producer,
+                    reader=self._reader,
+                    events=self.events,
+                    progress_interval_s=self.config.progress_interval_s,
+                    memory=self.memory,
+                    lock=lock,
+                )
+            except BaseException:
+                lock.release()
+                raise
             self._tasks[spec.task_id] = task
         return task
 

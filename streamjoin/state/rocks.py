@@ -32,8 +32,8 @@ def open_rocksdb(path: Path, options: Options) -> Rdict:
     except Exception as exc:
         if "lock" in str(exc).lower():
             raise StoreLockedError(
-                f"state store {path} is in use by another worker or handle ({exc}); "
-                "give each worker process its own --state-dir"
+                f"state store {path} is in use by another handle ({exc}): something other "
+                "than a streamjoin worker has it open"
             ) from exc
         raise StateError(f"cannot open state store {path}: {exc}") from exc
 

@@ -28,6 +28,7 @@ from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.store_base import LocalStore
+from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_stores import TaskStores
 from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
@@ -96,7 +97,9 @@ class TaskState:
         events: StateEvents,
         progress_interval_s: float,
         memory: MemoryBudget,
+        lock: TaskLock | None = None,
     ) -> None:
+        """`lock`: the task directory's lock, released once the stores are closed."""
         self.spec = spec
         self.task_id = spec.task_id
         self.phase = TaskPhase.SUSPENDED
@@ -111,6 +114,7 @@ class TaskState:
         """Changelog ends confirmed by `prepare_commit`, until the transaction commits."""
         self._highwaters: dict[str, int] = {}
         self._lock = asyncio.Lock()
+        self._dir_lock = lock
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._read_started = 0.0
         self._last_progress = 0.0
@@ -217,7 +221,11 @@ class TaskState:
                 self._stop_reading()
                 await self._close_writers()
                 self._fail_ready(StateError(f"task {self.task_id!r} was closed"))
-            self.local.close()
+            try:
+                self.local.close()
+            finally:
+                if self._dir_lock is not None:
+                    self._dir_lock.release()
             self.phase = TaskPhase.CLOSED
 
     async def flush(self) -> None:

@@ -147,3 +147,29 @@ def test_a_standby_slot_warm_up_is_shown(tmp_path: Path) -> None:
     assert "(warming up as its standby)" in result.output
     data = json.loads(plan_cli(str(path), "--join", "c2", "--json").stdout)
     assert len(data["clients"]["c2"]["warmup"]) == 2 and data["clients"]["c2"]["learner"] == []
+
+
+def test_a_client_with_members_shows_each_with_its_share(tmp_path: Path) -> None:
+    """A host of two worker processes is one client of capacity 2, its tasks spread over both,
+    each keeping what it ran."""
+    scenario = {
+        "tasks": {f"0_{p}": {"end_offset": 0} for p in range(6)},
+        "clients": {
+            "host-a": {"members": {"a-0": {"active": ["0_1", "0_4"]}, "a-1": {}}},
+            "host-b": {},
+        },
+    }
+    path = tmp_path / "members.json"
+    path.write_text(json.dumps(scenario))
+    result = CliRunner().invoke(app, ["plan", "--tasks", str(path)])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines()]
+    assert ["host-a", "2", "4", "0_0-1,", "0_3-4", "0", "-", "-"] in rows
+    assert ["member", "a-0", "1", "2", "0_1,", "0_4", "0", "-", "-"] in rows
+    assert ["member", "a-1", "1", "2", "0_0,", "0_3", "0", "-", "-"] in rows
+    assert ["host-b", "1", "2", "0_2,", "0_5", "0", "-", "-"] in rows
+    planned = plan_tasks(scenario)["clients"]["host-a"]["members"]
+    assert {t for m in planned.values() for t in m["active"]} == set(
+        plan_tasks(scenario)["clients"]["host-a"]["active"]
+    )
+    assert set(planned["a-0"]["active"]) >= {"0_1", "0_4"}

@@ -3,6 +3,7 @@ that cannot work, given before anything touches Kafka."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin.broker import Broker
+from streamjoin.cli.worker_processes import parse_processes
 
 APP = """
 import streamjoin
@@ -117,6 +119,24 @@ def test_no_broker_is_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_processes_that_refuse_end_their_supervisor_with_one_line(tmp_path: Path) -> None:
+    error = refused(
+        worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--processes", "2")
+    )
+    first = error.removeprefix("error: process 0").removeprefix("error: process 1")
+    assert first == (
+        " refused to run: exit status 2: error: no Kafka broker answers at 127.0.0.1:1 "
+        "(connection refused); check the address (--bootstrap), or start the embedded one "
+        "with `streamjoin broker`"
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-1"])
+def test_a_process_count_that_is_not_one_or_more_is_refused(tmp_path: Path, value: str) -> None:
+    error = refused(worker(write_app(tmp_path, "x"), "--processes", value))
+    assert error == f"error: --processes {value}: give a number of processes (1 or more) or auto"
+
+
 def test_a_metrics_port_in_use_is_refused_before_kafka(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
@@ -199,3 +219,8 @@ def test_exactly_once_on_a_broker_without_transactions_is_one_line(
     error = refused(command)
     assert "does not support transactions" in error
     assert "at_least_once works on it" in error
+
+
+def test_auto_processes_are_the_cores_this_process_may_run_on() -> None:
+    assert parse_processes("auto") == len(os.sched_getaffinity(0))
+    assert parse_processes("3") == 3

@@ -81,6 +81,7 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
         app_id: str,
         max_pending_writes: int = 1000,
         isolation_level: str = "read_uncommitted",
+        lock_timeout_s: float = 60.0,
     ) -> StateManager:
         manager = StateManager(
             state_dir=state_dir or tmp_path / "state",
@@ -91,6 +92,7 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
                 progress_interval_s=0.0,
                 max_pending_writes=max_pending_writes,
                 reader=ReaderConfig(isolation_level=isolation_level),
+                lock_timeout_s=lock_timeout_s,
             ),
         )
         await manager.start()

@@ -5,6 +5,7 @@ hold exactly what the changelogs hold."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import sys
 from collections.abc import Callable
@@ -287,12 +288,83 @@ async def test_a_changelog_with_the_wrong_partition_count_is_refused(
         await manager.open_active(SPEC)
 
 
-async def test_two_workers_cannot_share_a_state_directory(
-    producer: Any, managers: Callable[..., Any], unique: str
+HOLDING_WORKER = """
+import asyncio, sys
+from aiokafka import AIOKafkaProducer
+from streamjoin.state import StateManager, StoreSpec, TaskSpec
+
+async def main(bootstrap, state_dir, app_id):
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    manager = StateManager(
+        state_dir=state_dir, app_id=app_id, bootstrap=bootstrap, producer=producer
+    )
+    await manager.start()
+    spec = TaskSpec("0_1", 1, 2, (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=10**9)))
+    task = await manager.open_active(spec)
+    await task.wait_ready()
+    for i in range(500):
+        task.kv("kv").put(b"k%d" % i, b"v%d" % i)
+        task.window("win").put(b"w%d" % (i % 11), 1000 + i, b"x%d" % i)
+    await producer.flush()
+    await manager.commit()
+    print("holding", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await manager.close()
+    await producer.stop()
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_a_task_held_by_another_process_opens_once_it_lets_go_without_a_restore(
+    *,
+    broker: Broker,
+    producer: Any,
+    managers: Callable[..., Any],
+    tmp_path: Path,
+    unique: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = f"locked-{unique}"
-    first = await managers(producer, app_id=app)
-    await first.open_standby(SPEC)
-    second = await managers(producer, app_id=app)
-    with pytest.raises(StoreLockedError, match="own --state-dir"):
-        await second.open_standby(SPEC)
+    """Two worker processes of one host share the state directory: the second waits for the
+    task directory's lock, then reopens the stores where they are (0 records restored)."""
+    app = f"handover-{unique}"
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDING_WORKER)
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        broker.bootstrap,
+        str(tmp_path / "state"),
+        app,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    assert await asyncio.wait_for(holder.stdout.readline(), 60) == b"holding\n"
+    impatient = await managers(producer, app_id=app, lock_timeout_s=0.2)
+    with pytest.raises(StoreLockedError, match="stayed locked by another process"):
+        await impatient.open_standby(SPEC)
+
+    manager = await managers(producer, app_id=app)
+    events = recorder(manager)
+    caplog.set_level("INFO", logger="streamjoin.state.task_lock")
+    waiting = asyncio.Event()
+    handler = logging.Handler()
+    handler.emit = lambda record: waiting.set()  # type: ignore[method-assign]
+    logging.getLogger("streamjoin.state.task_lock").addHandler(handler)
+    try:
+        opening = asyncio.create_task(manager.open_active(SPEC))
+        await asyncio.wait_for(waiting.wait(), 30)
+    finally:
+        logging.getLogger("streamjoin.state.task_lock").removeHandler(handler)
+    assert "waiting for another process" in caplog.text
+    assert not opening.done()
+    holder.stdin.write(b"go\n")
+    assert await asyncio.wait_for(holder.wait(), 30) == 0
+    task = await asyncio.wait_for(opening, 30)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    assert "state handed over" in caplog.text
+    completed = [e for e in events if isinstance(e, RestoreCompleted)]
+    assert [e.restored for e in completed] == [0]
+    assert task.kv("kv").get(b"k499") == b"v499"

@@ -3,8 +3,10 @@ SubscriptionInfo in, partitions plus AssignmentInfo out.
 
 Each member says which process it is, how many tasks it can take, and how far its local state
 of every task is (offset sums). The leader turns the group's topics into tasks (one per
-partition number of each sub-topology), runs `assign_tasks` over the processes, gives every
-member the input partitions of its active tasks, and tells it its standby and learner tasks.
+partition number of each sub-topology), runs `assign_tasks` over the processes (a client is a
+process id: all members of one host share it, its capacity is theirs together), spreads each
+client's tasks over its members (members.py), gives every member the input partitions of its
+active tasks, and tells it its standby and learner tasks.
 The cooperative step (group/) then holds back partitions another member still owns, so a task
 that moves keeps running on its old owner until that owner has revoked it.
 
@@ -41,6 +43,7 @@ from streamjoin.assignment.task_metadata import (
     encode_subscription_info,
 )
 from streamjoin.assignment.tasks.assignor import assign_tasks
+from streamjoin.assignment.tasks.members import Member, spread_over_members
 from streamjoin.assignment.tasks.model import (
     RUNNING_ACTIVE,
     AssignorSettings,
@@ -48,6 +51,7 @@ from streamjoin.assignment.tasks.model import (
     TaskAssignment,
     TaskId,
     TaskSpec,
+    best_offset_sum,
 )
 from streamjoin.errors import ProtocolDecodeError
 
@@ -155,26 +159,23 @@ class TaskPartitionAssignor(PartitionAssignor):
         by_host = self._partitions_by_host(plan, members_of, infos)
         assignment: GroupAssignment = {}
         for process, members in members_of.items():
-            roles = plan.clients[process]
             warming = plan.warming_up(process)
-            for slot, member in enumerate(sorted(members)):
-                share = slice(slot, None, len(members))
-                active, standby, learner = (
-                    roles.active[share],
-                    roles.standby[share],
-                    roles.learner[share],
-                )
+            spread = spread_over_members(
+                plan.clients[process],
+                [self._member(m, subscriptions[m], infos[m], tasks) for m in sorted(members)],
+            )
+            for member, roles in spread.items():
                 told = AssignmentInfo(
-                    active,
-                    standby,
-                    learner,
+                    roles.active,
+                    roles.standby,
+                    roles.learner,
                     by_host,
                     probe,
                     0,
                     version=min(version, LATEST_VERSION),
-                    warmup=tuple(sorted(warming.intersection(standby + learner))),
+                    warmup=tuple(sorted(warming.intersection(roles.standby + roles.learner))),
                 )
-                partitions = [tp for task in active for tp in self._partitions(task)]
+                partitions = [tp for task in roles.active for tp in self._partitions(task)]
                 assignment[member] = Assignment(
                     sorted_partitions(partitions), encode_assignment_info(told)
                 )
@@ -192,6 +193,13 @@ class TaskPartitionAssignor(PartitionAssignor):
             TopicPartition(t, task.partition) for t in self.subtopologies[task.subtopology].topics
         ]
 
+    def _member(
+        self, name: str, subscription: Subscription, info: SubscriptionInfo, tasks: list[TaskId]
+    ) -> Member:
+        owned = set(subscription.owned_partitions)
+        active = {t for t in tasks if all(tp in owned for tp in self._partitions(t))}
+        return Member(name, info.capacity, frozenset(active), frozenset(info.standby) - active)
+
     def _client(
         self,
         process: str,
@@ -202,7 +210,8 @@ class TaskPartitionAssignor(PartitionAssignor):
         sums: dict[TaskId, int] = {}
         standby: set[TaskId] = set()
         for _, info in members:
-            sums.update(info.offset_sums)
+            for task, offset_sum in info.offset_sums.items():
+                sums[task] = best_offset_sum(sums.get(task), offset_sum)
             standby.update(info.standby)
         active = {t for t in tasks if all(tp in owned for tp in self._partitions(t))}
         active |= {t for t, s in sums.items() if s == RUNNING_ACTIVE}

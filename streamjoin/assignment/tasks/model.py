@@ -27,12 +27,23 @@ __all__ = (
     "TaskId",
     "TaskSpec",
     "Warmup",
+    "best_offset_sum",
 )
 
 RUNNING_ACTIVE = -2
 """Offset sum a client reports for a task it runs as a caught-up active (Kafka's LATEST)."""
 
 _TASK_ID = re.compile(r"(\d+)_(\d+)")
+
+
+def best_offset_sum(known: int | None, reported: int) -> int:
+    """Of two members' offset sums for one task (the processes of one host share their state
+    directory): the running active's, else the furthest."""
+    if known is None:
+        return reported
+    if RUNNING_ACTIVE in (known, reported):
+        return RUNNING_ACTIVE
+    return max(known, reported)
 
 
 class TaskId(NamedTuple):

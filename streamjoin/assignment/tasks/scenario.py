@@ -6,12 +6,16 @@ Input (missing keys take the defaults shown in `AssignorSettings` and below):
                 "num_standby_replicas": 0},
      "tasks": {"0_0": {"stateful": true, "end_offset": 150000}, "1_0": {"stateful": false}},
      "clients": {"c1": {"capacity": 1, "active": ["0_0"], "standby": [],
-                        "offsets": {"0_0": -2}}}}
+                        "offsets": {"0_0": -2}},
+                 "c2": {"members": {"c2-0": {"capacity": 1, "active": [], "standby": []},
+                                    "c2-1": {}}}}}
 
 A task is stateful when it says so or gives an end offset (0 when omitted); `offsets` are the
-client's local offset sums (-2: running, caught up). Output: every client's active, standby and
-learner task ids, its warm-ups (the learners and standbys a move to it waits on), whether a
-follow-up rebalance is needed, and the assignor's run time.
+client's local offset sums (-2: running, caught up). A client with `members` (the worker
+processes of one host) takes its capacity and previous tasks from them. Output: every client's
+active, standby and learner task ids, its warm-ups (the learners and standbys a move to it
+waits on), how its tasks spread over its members (if it has some), whether a follow-up
+rebalance is needed, and the assignor's run time.
 Anything malformed raises `ConfigurationError` naming the offending key.
 """
 
@@ -19,12 +23,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streamjoin.assignment.tasks.assignor import assign_tasks
+from streamjoin.assignment.tasks.members import Member, spread_over_members
 from streamjoin.assignment.tasks.model import (
     AssignorSettings,
+    ClientAssignment,
     ClientState,
     TaskAssignment,
     TaskId,
@@ -42,18 +48,40 @@ class TaskScenario:
     clients: tuple[ClientState, ...]
     tasks: tuple[TaskSpec, ...]
     settings: AssignorSettings
+    members: Mapping[str, tuple[Member, ...]] = field(default_factory=dict)
+    """The members of the clients that list theirs."""
+
+    def spread(self, assignment: TaskAssignment) -> dict[str, dict[str, ClientAssignment]]:
+        """Client -> member -> roles, for the clients that list members."""
+        return {
+            client: spread_over_members(assignment.clients[client], members)
+            for client, members in sorted(self.members.items())
+        }
 
 
 def plan_tasks(scenario: dict[str, Any]) -> dict[str, Any]:
     """Run the task assignor on a scenario dict; the JSON-shaped answer."""
-    assignment, elapsed_ms = timed_assignment(parse_scenario(scenario))
+    parsed = parse_scenario(scenario)
+    assignment, elapsed_ms = timed_assignment(parsed)
+    spread = parsed.spread(assignment)
+
+    def roles_of(roles: ClientAssignment) -> dict[str, list[str]]:
+        return {
+            "active": [str(task) for task in roles.active],
+            "standby": [str(task) for task in roles.standby],
+            "learner": [str(task) for task in roles.learner],
+        }
+
     return {
         "clients": {
             client: {
-                "active": [str(task) for task in roles.active],
-                "standby": [str(task) for task in roles.standby],
-                "learner": [str(task) for task in roles.learner],
+                **roles_of(roles),
                 "warmup": sorted(str(task) for task in assignment.warming_up(client)),
+                **(
+                    {"members": {m: roles_of(r) for m, r in spread[client].items()}}
+                    if client in spread
+                    else {}
+                ),
             }
             for client, roles in sorted(assignment.clients.items())
         },
@@ -88,10 +116,12 @@ def parse_scenario(scenario: object) -> TaskScenario:
     clients = _mapping(root["clients"], "clients")
     if not clients:
         raise ConfigurationError('"clients" is empty: a plan needs at least one client')
+    parsed = [_client(name, spec, tasks) for name, spec in sorted(clients.items())]
     return TaskScenario(
-        tuple(_client(name, spec, tasks) for name, spec in sorted(clients.items())),
+        tuple(client for client, _ in parsed),
         specs,
         settings,
+        {client.process_id: members for client, members in parsed if members},
     )
 
 
@@ -114,12 +144,25 @@ def _task(spec: object, where: str) -> int | None:
     return end
 
 
-def _client(name: str, spec: object, tasks: Mapping[TaskId, int | None]) -> ClientState:
+def _client(
+    name: str, spec: object, tasks: Mapping[TaskId, int | None]
+) -> tuple[ClientState, tuple[Member, ...]]:
     where = f"clients.{name}"
     fields = _mapping(spec, where)
-    _only(fields, ("capacity", "active", "standby", "offsets"), where)
-    active = _task_list(fields.get("active", []), f"{where}.active", tasks)
-    standby = _task_list(fields.get("standby", []), f"{where}.standby", tasks)
+    _only(fields, ("capacity", "active", "standby", "offsets", "members"), where)
+    members = tuple(
+        _member(member, member_spec, f"{where}.members.{member}", tasks)
+        for member, member_spec in sorted(_mapping(fields.get("members", {}), where).items())
+    )
+    if members and not {"capacity", "active", "standby"}.isdisjoint(fields):
+        raise ConfigurationError(
+            f"{where}: a client with members takes capacity, active and standby from them"
+        )
+    active = set(_task_list(fields.get("active", []), f"{where}.active", tasks))
+    standby = set(_task_list(fields.get("standby", []), f"{where}.standby", tasks))
+    for member in members:
+        active |= member.previous_active
+        standby |= member.previous_standby
     offsets: dict[TaskId, int] = {}
     for task_name, value in _mapping(fields.get("offsets", {}), f"{where}.offsets").items():
         task = _known(task_name, f"{where}.offsets", tasks)
@@ -128,13 +171,24 @@ def _client(name: str, spec: object, tasks: Mapping[TaskId, int | None]) -> Clie
                 f"{where}.offsets.{task_name}: task {task_name} is stateless and has no offsets"
             )
         offsets[task] = _integer(value, f"{where}.offsets.{task_name}")
-    return ClientState(
-        name,
-        _integer(fields.get("capacity", 1), f"{where}.capacity"),
-        frozenset(active),
-        frozenset(standby),
-        offsets,
+    capacity = (
+        sum(m.capacity for m in members)
+        if members
+        else _integer(fields.get("capacity", 1), f"{where}.capacity")
     )
+    client = ClientState(name, capacity, frozenset(active), frozenset(standby), offsets)
+    return client, members
+
+
+def _member(name: str, spec: object, where: str, tasks: Mapping[TaskId, int | None]) -> Member:
+    fields = _mapping(spec, where)
+    _only(fields, ("capacity", "active", "standby"), where)
+    capacity = _integer(fields.get("capacity", 1), f"{where}.capacity")
+    if capacity < 1:
+        raise ConfigurationError(f"{where}.capacity: {capacity} must be at least 1")
+    active = frozenset(_task_list(fields.get("active", []), f"{where}.active", tasks))
+    standby = frozenset(_task_list(fields.get("standby", []), f"{where}.standby", tasks))
+    return Member(name, capacity, active, standby)
 
 
 def _task_list(value: object, where: str, tasks: Mapping[TaskId, int | None]) -> list[TaskId]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from streamjoin.assignment.model import Subscription, TopicPartition
 from streamjoin.assignment.task_metadata import (
     NO_PROBE,
@@ -131,3 +134,61 @@ def test_the_lag_a_learner_saw_counts_not_its_offset_sum_gone_stale_while_joinin
     }
     told = decode_assignment_info(run(assignor, subscriptions)["m-new"].user_data)  # type: ignore[attr-defined]
     assert told.active == (TaskId(0, 1),) and told.learner == ()
+
+
+def test_a_host_of_two_processes_gets_twice_the_tasks_of_a_host_of_one_spread_over_both() -> None:
+    counts = {"imps": 12, "clicks": 12}
+    ends = {TaskId(0, p): 0 for p in range(12)}
+    assignor = make(ends)
+    subscriptions = {
+        "two-a": member("two"),
+        "two-b": member("two"),
+        "one-a": member("one"),
+    }
+    asyncio.run(assignor.before_assign(counts, subscriptions))
+    told = {
+        m: decode_assignment_info(a.user_data)
+        for m, a in assignor.assign(counts, subscriptions).items()
+    }
+    assert [len(told[m].active) for m in ("two-a", "two-b", "one-a")] == [4, 4, 4]
+    assert assignor.last_plan is not None
+    assert {c: len(r.active) for c, r in assignor.last_plan.clients.items()} == {"two": 8, "one": 4}
+
+
+def test_a_task_stays_on_the_member_of_a_host_that_ran_it() -> None:
+    counts = {"imps": 4, "clicks": 4}
+    ends = {TaskId(0, p): 0 for p in range(4)}
+    assignor = make(ends)
+    subscriptions = {"h-a": member("h", owned=[3, 1]), "h-b": member("h", owned=[0, 2])}
+    asyncio.run(assignor.before_assign(counts, subscriptions))
+    told = {
+        m: decode_assignment_info(a.user_data)
+        for m, a in assignor.assign(counts, subscriptions).items()
+    }
+    assert told["h-a"].active == (TaskId(0, 1), TaskId(0, 3))
+    assert told["h-b"].active == (TaskId(0, 0), TaskId(0, 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hosts=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    partitions=st.integers(1, 24),
+)
+def test_a_new_group_spreads_tasks_by_host_capacity_then_over_each_hosts_processes(
+    hosts: list[int], partitions: int
+) -> None:
+    counts = {"imps": partitions, "clicks": partitions}
+    assignor = make({TaskId(0, p): 0 for p in range(partitions)})
+    subscriptions = {
+        f"h{h}-{m}": member(f"h{h}") for h, processes in enumerate(hosts) for m in range(processes)
+    }
+    asyncio.run(assignor.before_assign(counts, subscriptions))
+    told = {
+        m: len(decode_assignment_info(a.user_data).active)
+        for m, a in assignor.assign(counts, subscriptions).items()
+    }
+    assert sum(told.values()) == partitions
+    for h, processes in enumerate(hosts):
+        mine = [told[f"h{h}-{m}"] for m in range(processes)]
+        assert abs(sum(mine) - partitions * processes / sum(hosts)) < 1
+        assert max(mine) - min(mine) <= 1
