@@ -14,7 +14,7 @@ from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 
-__all__ = ("check_metrics_port", "check_state_dir", "create_missing_inputs")
+__all__ = ("check_port", "check_state_dir", "create_missing_inputs")
 
 
 def check_state_dir(state_dir: Path, app_id: str) -> None:
@@ -37,21 +37,21 @@ def check_state_dir(state_dir: Path, app_id: str) -> None:
         raise ConfigurationError(f"--state-dir {state_dir}: {directory} is not writable")
 
 
-def check_metrics_port(port: int) -> None:
+def check_port(option: str, port: int, host: str = "0.0.0.0") -> None:
     """Refuse a port outside 1-65535 or one that something already listens on."""
     if not 0 < port < 65536:
-        raise ConfigurationError(f"--metrics-port {port}: give a port from 1 to 65535")
+        raise ConfigurationError(f"{option} {port}: give a port from 1 to 65535")
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("0.0.0.0", port))
+            probe.bind((host, port))
         except OSError as exc:
             reason = (
                 "the port is already in use; pick another one"
                 if exc.errno == errno.EADDRINUSE
                 else f"cannot listen on it ({exc.strerror})"
             )
-            raise ConfigurationError(f"--metrics-port {port}: {reason}") from None
+            raise ConfigurationError(f"{option} {port}: {reason}") from None
 
 
 async def create_missing_inputs(app: App, bootstrap: str) -> None:

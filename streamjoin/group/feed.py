@@ -55,7 +55,6 @@ class PartitionFeed:
         """Whether the consumer was given an assignment yet (even an empty one)."""
         return self._assigned
 
-
     def uncommitted(self) -> dict[TopicPartition, int]:
         """Next offset to deliver, for each partition where it moved since the last commit."""
         return {

@@ -35,6 +35,7 @@ from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.query.server import QueryServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
@@ -47,7 +48,11 @@ from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
-from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
+from streamjoin.runtime.worker_metrics import (
+    RestoreTracker,
+    register_query_metrics,
+    register_worker_metrics,
+)
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.manager import StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
@@ -71,6 +76,10 @@ class WorkerOptions:
     """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
     commit_interval_s: float | None = None
     metrics_port: int | None = None
+    query_port: int | None = None
+    """Serve interactive queries on this port (0: any free port; None: no queries)."""
+    query_host: str = "127.0.0.1"
+    advertised_query_url: str | None = None
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None
@@ -126,6 +135,7 @@ class Worker:
         """Set once the worker has started joining its group (for tests and embedding)."""
         self.metrics = MetricsRegistry()
         self.loop_monitor = LoopMonitor()
+        self.queries: QueryServer | None = None
 
     def stop(self) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
@@ -247,6 +257,7 @@ class Worker:
         if port is not None:
             server = MetricsServer(self.metrics, port)
             await server.start()
+        self.queries = await self._serve_queries(topology, state, roles)
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
@@ -271,8 +282,29 @@ class Worker:
                 bars.stop()
             if server is not None:
                 await server.stop()
+            if self.queries is not None:
+                await self.queries.stop()
         self._log_summary()
         logger.info("worker stopped")
+
+    async def _serve_queries(
+        self, topology: AppTopology, state: StateManager, roles: WorkerRoles
+    ) -> QueryServer | None:
+        """Answer queries, and advertise where in the subscription (before joining the group)."""
+        options = self.options
+        if options.query_port is None:
+            return None
+        queries = QueryServer(
+            topology,
+            state,
+            lambda: roles.assignor.latest,
+            host=options.query_host,
+            port=options.query_port,
+            advertised=options.advertised_query_url,
+        )
+        roles.query_url = await queries.start()
+        register_query_metrics(self.metrics, queries.stats)
+        return queries
 
     def _log_summary(self) -> None:
         assert self.manager is not None and self.sink is not None

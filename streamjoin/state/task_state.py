@@ -103,6 +103,8 @@ class TaskState:
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._read_started = 0.0
         self._last_progress = 0.0
+        self._caught_up_at: float | None = None
+        """When (monotonic) the stores last reflected their changelogs' ends."""
         self.local = TaskStores(
             spec, app_id=app_id, directory=directory, events=events, memory=memory
         )
@@ -146,6 +148,17 @@ class TaskState:
             max(0, self._highwaters[name] - (position or 0))
             for name, position in self.positions.items()
         )
+
+    def lag_ms(self) -> int | None:
+        """How long the stores have been behind their changelogs' ends (0 when running or caught
+        up): an upper bound on how old a read from them can be. None while the lag is unknown."""
+        lag = self.lag()
+        if lag is None:
+            return None
+        if lag == 0:
+            return 0
+        since = self._caught_up_at if self._caught_up_at is not None else self._read_started
+        return int((time.monotonic() - since) * 1000)
 
     async def wait_ready(self) -> None:
         """Return once the task is a running active; raise if it fails or leaves RESTORING."""
@@ -288,6 +301,8 @@ class TaskState:
         self.positions[store] = position
         self._highwaters[store] = highwater
         remaining = self.lag()
+        if remaining == 0:
+            self._caught_up_at = time.monotonic()
         if self.phase is TaskPhase.RESTORING and remaining == 0:
             self._complete_restore()
             return

@@ -34,6 +34,7 @@ from streamjoin.assignment.task_metadata import (
     LATEST_VERSION,
     NO_PROBE,
     AssignmentInfo,
+    QueryHost,
     SubscriptionInfo,
     decode_assignment_info,
     decode_subscription_info,
@@ -153,17 +154,22 @@ class TaskPartitionAssignor(PartitionAssignor):
         probe = int(self._clock() * 1000) + self._probing_interval_ms if followup else NO_PROBE
         version = min((i.latest_supported for i in infos.values()), default=LATEST_VERSION)
         by_host = self._partitions_by_host(plan, members_of, infos)
-        assignment: GroupAssignment = {}
+        shares: dict[str, tuple[tuple[TaskId, ...], ...]] = {}
         for process, members in members_of.items():
             roles = plan.clients[process]
-            warming = plan.warming_up(process)
             for slot, member in enumerate(sorted(members)):
                 share = slice(slot, None, len(members))
-                active, standby, learner = (
-                    roles.active[share],
-                    roles.standby[share],
-                    roles.learner[share],
-                )
+                shares[member] = (roles.active[share], roles.standby[share], roles.learner[share])
+        query_hosts = tuple(
+            QueryHost(url, shares[member][0], tuple(sorted(shares[member][1] + shares[member][2])))
+            for member, info in infos.items()
+            if (url := info.query_url)
+        )
+        assignment: GroupAssignment = {}
+        for process, members in members_of.items():
+            warming = plan.warming_up(process)
+            for member in members:
+                active, standby, learner = shares[member]
                 told = AssignmentInfo(
                     active,
                     standby,
@@ -173,6 +179,7 @@ class TaskPartitionAssignor(PartitionAssignor):
                     0,
                     version=min(version, LATEST_VERSION),
                     warmup=tuple(sorted(warming.intersection(standby + learner))),
+                    query_hosts=query_hosts,
                 )
                 partitions = [tp for task in active for tp in self._partitions(task)]
                 assignment[member] = Assignment(
