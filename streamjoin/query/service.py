@@ -197,6 +197,7 @@ class QueryService:
         if value is None:
             raise QueryError(404, f"key {lookup.key!r} not found in store {store.name!r}")
         role = _ROLES[local.phase]
+        lag = local.read_lag()
         return {
             "store": store.name,
             "key": lookup.key,
@@ -204,8 +205,8 @@ class QueryService:
             "partition": task.partition,
             "served_by": self.url,
             "role": role,
-            "lag_records": local.lag(),
-            "lag_ms": local.lag_ms(),
+            "lag_records": None if lag is None else lag[0],
+            "lag_ms": None if lag is None else lag[1],
         }
 
 

@@ -105,6 +105,8 @@ class TaskState:
         self._last_progress = 0.0
         self._caught_up_at: float | None = None
         """When (monotonic) the stores last reflected their changelogs' ends."""
+        self._last_lag: int | None = None
+        """The lag last measured, for the moment a change of phase leaves the ends unknown."""
         self.local = TaskStores(
             spec, app_id=app_id, directory=directory, events=events, memory=memory
         )
@@ -149,16 +151,19 @@ class TaskState:
             for name, position in self.positions.items()
         )
 
-    def lag_ms(self) -> int | None:
-        """How long the stores have been behind their changelogs' ends (0 when running or caught
-        up): an upper bound on how old a read from them can be. None while the lag is unknown."""
+    def read_lag(self) -> tuple[int, int] | None:
+        """How far a read of the stores may be behind their changelogs: in records, and in ms
+        since they last were at the ends (0, 0 when running or caught up). A copy changing
+        phase reports its last measured lag; None if it never measured one."""
         lag = self.lag()
+        if lag is None:
+            lag = self._last_lag
         if lag is None:
             return None
         if lag == 0:
-            return 0
+            return 0, 0
         since = self._caught_up_at if self._caught_up_at is not None else self._read_started
-        return int((time.monotonic() - since) * 1000)
+        return lag, int((time.monotonic() - since) * 1000)
 
     async def wait_ready(self) -> None:
         """Return once the task is a running active; raise if it fails or leaves RESTORING."""
@@ -301,6 +306,8 @@ class TaskState:
         self.positions[store] = position
         self._highwaters[store] = highwater
         remaining = self.lag()
+        if remaining is not None:
+            self._last_lag = remaining
         if remaining == 0:
             self._caught_up_at = time.monotonic()
         if self.phase is TaskPhase.RESTORING and remaining == 0:
