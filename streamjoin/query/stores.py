@@ -86,14 +86,15 @@ def to_json(value: Any) -> Any:
 
 
 def key_bytes(store: QueryableStore, text: str) -> bytes:
-    """The key as the store holds it: the text itself for str and bytes keys, else the text read
-    as JSON (a number, an object) and encoded with the key's serde."""
+    """The key as the store holds it: the text itself for str and bytes keys; else the text
+    decoded with the key's serde (JSON, a dataclass's JSON object) and encoded again, so it is
+    in the serde's own form (a text that is not JSON is a JSON string key)."""
     serde = store.key_serde
     if isinstance(serde, StrSerde | BytesSerde):
         return text.encode()
     try:
-        value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+        value = serde.deserialize(text.encode())
+    except SerdeError:
         value = text
     try:
         return serde.serialize(value)
