@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -117,6 +118,30 @@ class QueryClient:
             if status in _FINAL:
                 break
         raise QueryFailed(status, str(body.get("error")), retry_after)
+
+    async def range(
+        self,
+        store: str,
+        start: str | None = None,
+        end: str | None = None,
+        allow_stale: bool = False,
+        *,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Keys start <= key < end of an ordered store (a table), from every partition's owner,
+        in key order; raises QueryFailed when no member can answer."""
+        params = {"stale": "true" if allow_stale else "false"}
+        for name, value in (("from", start), ("to", end), ("limit", limit)):
+            if value is not None:
+                params[name] = str(value)
+        status, body = 0, _NO_ANSWER
+        for url in self.endpoints:
+            status, body = await self._ask(url, f"/stores/{quote(store, safe='')}/keys", params)
+            if status == 200 or status in _FINAL:
+                break
+        if status != 200:
+            raise QueryFailed(status, str(body.get("error")))
+        return body
 
     async def _ask(self, url: str, path: str, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
         try:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-__all__ = ("DEFAULT_TIMEOUT_S", "FORWARDED_HEADER", "lookup_path")
+__all__ = (
+    "DEFAULT_LIMIT",
+    "DEFAULT_TIMEOUT_S",
+    "FORWARDED_HEADER",
+    "lookup_path",
+    "partition_path",
+)
+
+DEFAULT_LIMIT = 1000
+"""Entries a key-range query answers at most unless it asks for another `limit`."""
 
 DEFAULT_TIMEOUT_S = 5.0
 """A lookup is answered, or fails, within this many seconds (forwarding included)."""
@@ -14,3 +23,7 @@ FORWARDED_HEADER = "X-Streamjoin-Forwarded"
 
 def lookup_path(store: str, key: str) -> str:
     return f"/stores/{quote(store, safe='')}/keys/{quote(key, safe='')}"
+
+
+def partition_path(store: str, partition: int) -> str:
+    return f"/stores/{quote(store, safe='')}/partitions/{partition}/keys"

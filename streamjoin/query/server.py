@@ -15,15 +15,22 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import aiohttp
+import msgspec
 from aiohttp import web
 
 from streamjoin.assignment.task_metadata import AssignmentInfo
-from streamjoin.query.paths import DEFAULT_TIMEOUT_S, FORWARDED_HEADER, lookup_path
-from streamjoin.query.service import Lookup, QueryError, QueryService, QueryStats, Unreachable
+from streamjoin.query.paths import (
+    DEFAULT_LIMIT,
+    DEFAULT_TIMEOUT_S,
+    FORWARDED_HEADER,
+    lookup_path,
+    partition_path,
+)
+from streamjoin.query.service import QueryError, QueryService, QueryStats, Request, Unreachable
 from streamjoin.query.stores import TimeRange
 from streamjoin.runtime.topology import AppTopology
 from streamjoin.state.manager import StateManager
@@ -67,7 +74,9 @@ class QueryServer:
         """Bind and serve; returns the advertised URL."""
         app = web.Application()
         app.router.add_get("/stores", self._stores)
+        app.router.add_get("/stores/{store}/keys", self._range)
         app.router.add_get("/stores/{store}/keys/{key}", self._key)
+        app.router.add_get("/stores/{store}/partitions/{partition}/keys", self._partition)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -90,20 +99,83 @@ class QueryServer:
     async def _stores(self, request: web.Request) -> web.Response:
         return web.json_response(self.service.listing())
 
-    async def _key(self, request: web.Request) -> web.Response:
-        started = time.monotonic()
+    def _request(self, request: web.Request, path: str, *names: str) -> Request:
         query = request.rel_url.query
-        try:
-            window = TimeRange(_millis(query, "from", 0), _millis(query, "to", _FOREVER_MS))
-            lookup = Lookup(
-                request.match_info["store"],
-                request.match_info["key"],
-                window,
-                allow_stale=query.get("stale", "false").lower() in ("true", "1", "yes"),
-                forwarded=FORWARDED_HEADER in request.headers,
-                deadline=started + self.timeout_s,
+        return Request(
+            request.match_info["store"],
+            path,
+            {name: query[name] for name in names if name in query},
+            allow_stale=query.get("stale", "false").lower() in ("true", "1", "yes"),
+            forwarded=FORWARDED_HEADER in request.headers,
+            deadline=time.monotonic() + self.timeout_s,
+        )
+
+    async def _key(self, request: web.Request) -> web.Response:
+        store, key = request.match_info["store"], request.match_info["key"]
+        query = request.rel_url.query
+
+        async def answer() -> dict[str, Any]:
+            window = TimeRange(_number(query, "from", 0), _number(query, "to", _FOREVER_MS))
+            asked = self._request(request, lookup_path(store, key), "from", "to")
+            return await self.service.lookup(asked, key, window)
+
+        return await self._answered(answer())
+
+    async def _partition(self, request: web.Request) -> web.Response:
+        return await self._answered(self._partition_range(request))
+
+    async def _partition_range(self, request: web.Request) -> dict[str, Any]:
+        query = request.rel_url.query
+        text = request.match_info["partition"]
+        if not text.isdigit():
+            raise QueryError(404, f"partition {text!r}: give a partition number")
+        asked = self._request(request, request.rel_url.path, "from", "to", "limit")
+        limit = _number(query, "limit", DEFAULT_LIMIT)
+        return await self.service.partition_range(
+            asked, int(text), query.get("from"), query.get("to"), limit
+        )
+
+    async def _range(self, request: web.Request) -> web.Response:
+        """Every partition's keys in the range, asked of their members at once, in key order."""
+        store = request.match_info["store"]
+
+        async def answer() -> dict[str, Any]:
+            query = request.rel_url.query
+            limit = _number(query, "limit", DEFAULT_LIMIT)
+            partitions = self.service.partitions(store)
+            answers = await asyncio.gather(
+                *(
+                    self.service.partition_range(
+                        self._request(request, partition_path(store, p), "from", "to", "limit"),
+                        p,
+                        query.get("from"),
+                        query.get("to"),
+                        limit,
+                    )
+                    for p in range(partitions)
+                )
             )
-            answer = await asyncio.wait_for(self.service.lookup(lookup), self.timeout_s)
+            entries = [
+                {**entry, **{k: v for k, v in part.items() if k not in ("store", "entries")}}
+                for part in answers
+                for entry in part["entries"]
+            ]
+            entries.sort(key=lambda e: msgspec.json.encode(e["key"]))
+            served_by = {part["served_by"] for part in answers}
+            return {
+                "store": store,
+                "entries": entries[:limit],
+                "truncated": len(entries) > limit,
+                "served_by": self.service.url if served_by <= {self.service.url} else "",
+            }
+
+        return await self._answered(answer())
+
+    async def _answered(self, answering: Coroutine[Any, Any, dict[str, Any]]) -> web.Response:
+        """The answer as JSON, or its error; counted, timed, and bounded by the timeout."""
+        started = time.monotonic()
+        try:
+            answer = await asyncio.wait_for(answering, self.timeout_s)
         except QueryError as exc:
             return self._failed(exc, started)
         except TimeoutError:
@@ -132,18 +204,16 @@ class QueryServer:
         if len(latencies) > 2 * _LATENCIES_KEPT:
             del latencies[:_LATENCIES_KEPT]
 
-    async def forward(self, url: str, lookup: Lookup) -> tuple[int, dict[str, Any]]:
-        """Ask the member at `url` for `lookup`, within what is left of its time."""
+    async def forward(self, url: str, request: Request) -> tuple[int, dict[str, Any]]:
+        """Ask the member at `url` the same, within what is left of the request's time."""
         assert self._session is not None
-        left = lookup.deadline - time.monotonic()
+        left = request.deadline - time.monotonic()
         if left <= 0:
             raise Unreachable("no time left")
-        params = {"stale": "true" if lookup.allow_stale else "false"}
-        if lookup.window.start != 0 or lookup.window.end != _FOREVER_MS:
-            params |= {"from": str(lookup.window.start), "to": str(lookup.window.end)}
+        params = {**request.params, "stale": "true" if request.allow_stale else "false"}
         try:
             async with self._session.get(
-                url + lookup_path(lookup.store, lookup.key),
+                url + request.path,
                 params=params,
                 headers={FORWARDED_HEADER: "1"},
                 timeout=aiohttp.ClientTimeout(total=left),
@@ -154,11 +224,12 @@ class QueryServer:
             raise Unreachable(str(exc) or type(exc).__name__) from None
 
 
-def _millis(query: Any, name: str, default: int) -> int:
+def _number(query: Any, name: str, default: int) -> int:
     text = query.get(name)
     if text is None:
         return default
     try:
         return int(text)
     except ValueError:
-        raise QueryError(400, f"{name}={text!r}: give a time in epoch milliseconds") from None
+        what = "a number of keys" if name == "limit" else "a time in epoch milliseconds"
+        raise QueryError(400, f"{name}={text!r}: give {what}") from None

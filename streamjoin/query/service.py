@@ -7,7 +7,7 @@ query hosts of AssignmentInfo v3), so no lookup needs a round trip to find its o
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +24,10 @@ from streamjoin.runtime.topology import AppTopology, TaskId
 from streamjoin.state.manager import StateManager
 from streamjoin.state.task_state import TaskPhase, TaskState
 
-__all__ = ("Lookup", "Placement", "QueryError", "QueryService", "QueryStats")
+__all__ = ("Placement", "QueryError", "QueryService", "QueryStats", "Request")
 
 RETRY_AFTER_S = 1
+MAX_LIMIT = 10_000
 _ROLES = {
     TaskPhase.RUNNING: "active",
     TaskPhase.RESTORING: "restoring",
@@ -55,10 +56,13 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
-class Lookup:
+class Request:
+    """One HTTP request to answer: where it came in, for asking another member the same."""
+
     store: str
-    key: str
-    window: TimeRange
+    path: str
+    params: Mapping[str, str]
+    """Its query parameters other than `stale`."""
     allow_stale: bool
     forwarded: bool
     """Asked by another member: answer from here or say why not, never forward again."""
@@ -74,7 +78,7 @@ class QueryStats:
     latencies_s: list[float] = field(default_factory=list)
 
 
-Forward = Callable[[str, Lookup], Awaitable[tuple[int, dict[str, Any]]]]
+Forward = Callable[[str, Request], Awaitable[tuple[int, dict[str, Any]]]]
 """Ask the member at a URL; its status and JSON answer, or Unreachable."""
 
 
@@ -130,6 +134,9 @@ class QueryService:
             )
         return {"served_by": self.url, "stores": stores}
 
+    def partitions(self, name: str) -> int:
+        return self.topology.partitions[self._store(name).subtopology]
+
     def _store(self, name: str) -> QueryableStore:
         store = self.stores.get(name)
         if store is None:
@@ -137,78 +144,105 @@ class QueryService:
             raise QueryError(404, f"no store named {name!r}; the stores are: {known}")
         return store
 
-    async def lookup(self, lookup: Lookup) -> dict[str, Any]:
-        store = self._store(lookup.store)
+    async def lookup(self, request: Request, key_text: str, window: TimeRange) -> dict[str, Any]:
+        """One key: `{"store", "key", "value", "partition", "served_by", "role", "lag_records",
+        "lag_ms"}`."""
+        store = self._store(request.store)
         try:
-            key = key_bytes(store, lookup.key)
+            key = key_bytes(store, key_text)
         except BadKey as exc:
             raise QueryError(400, str(exc)) from None
         task = task_of(store, key, self.topology.partitions[store.subtopology])
+
+        def read(local: TaskState) -> dict[str, Any]:
+            value = store.read(local, key, window)
+            if value is None:
+                raise QueryError(404, f"key {key_text!r} not found in store {store.name!r}")
+            return {"store": store.name, "key": key_text, "value": value, **self._copy(local)}
+
+        return await self._routed(task, request, read)
+
+    async def partition_range(
+        self, request: Request, partition: int, start: str | None, end: str | None, limit: int
+    ) -> dict[str, Any]:
+        """Keys start <= key < end of one partition of an ordered store, in key order."""
+        store = self._store(request.store)
+        partitions = self.topology.partitions[store.subtopology]
+        if not 0 <= partition < partitions:
+            raise QueryError(404, f"store {store.name!r} has partitions 0 to {partitions - 1}")
+        if not 0 < limit <= MAX_LIMIT:
+            raise QueryError(400, f"limit={limit}: give 1 to {MAX_LIMIT} keys")
+        if not store.ordered:
+            raise QueryError(
+                400, f"store {store.name!r} ({store.kind}) is not ordered by key: ask one key"
+            )
+        try:
+            low, high = (None if k is None else key_bytes(store, k) for k in (start, end))
+        except BadKey as exc:
+            raise QueryError(400, str(exc)) from None
+
+        def read(local: TaskState) -> dict[str, Any]:
+            entries = store.scan(local, low, high, limit)
+            return {"store": store.name, "entries": entries, **self._copy(local)}
+
+        return await self._routed(TaskId(store.subtopology, partition), request, read)
+
+    async def _routed(
+        self, task: TaskId, request: Request, read: Callable[[TaskState], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Read `task`'s running active copy here, or ask the member running it; with stale
+        reads allowed and no active answering, a standby's or restoring copy, here or not."""
         local = self._state.task(str(task))
         if local is not None and local.phase is TaskPhase.RUNNING:
-            return self._answer(store, lookup, key, task, local)
+            return read(local)
         moving = QueryError(
             503,
-            f"task {task} of store {store.name!r} has no running active copy (it is moving): "
+            f"task {task} of store {request.store!r} has no running active copy (it is moving): "
             "retry, or allow stale reads",
             RETRY_AFTER_S,
         )
-        if lookup.forwarded:
-            if lookup.allow_stale and _readable(local):
-                assert local is not None
-                return self._answer(store, lookup, key, task, local)
+        if request.forwarded:
+            if request.allow_stale and local is not None and local.phase in _ROLES:
+                return read(local)
             raise moving
         where = self.placements().get(task, Placement())
         failure = moving
         if where.active is not None and where.active != self.url:
             try:
-                return await self._asked(where.active, lookup)
+                return await self._asked(where.active, request)
             except Unreachable as exc:
                 failure = QueryError(
                     502, f"the owner of task {task}, {where.active}, is unreachable: {exc}"
                 )
             except QueryError as exc:
-                if exc.status != 503 or not lookup.allow_stale:
+                if exc.status != 503 or not request.allow_stale:
                     raise
                 failure = exc
-        if lookup.allow_stale:
-            if _readable(local):
-                assert local is not None
-                return self._answer(store, lookup, key, task, local)
+        if request.allow_stale:
+            if local is not None and local.phase in _ROLES:
+                return read(local)
             for url in where.standby:
                 if url == self.url:
                     continue
                 try:
-                    return await self._asked(url, lookup)
+                    return await self._asked(url, request)
                 except (Unreachable, QueryError):
                     continue
         raise failure
 
-    async def _asked(self, url: str, lookup: Lookup) -> dict[str, Any]:
-        status, answer = await self._forward(url, lookup)
+    async def _asked(self, url: str, request: Request) -> dict[str, Any]:
+        status, answer = await self._forward(url, request)
         if status != 200:
             raise QueryError(status, str(answer.get("error", f"{url} answered {status}")))
         return answer
 
-    def _answer(
-        self, store: QueryableStore, lookup: Lookup, key: bytes, task: TaskId, local: TaskState
-    ) -> dict[str, Any]:
-        value = store.read(local, key, lookup.window)
-        if value is None:
-            raise QueryError(404, f"key {lookup.key!r} not found in store {store.name!r}")
-        role = _ROLES[local.phase]
+    def _copy(self, local: TaskState) -> dict[str, Any]:
+        """Which copy answered, and how far behind its changelog it may be."""
         lag = local.read_lag()
         return {
-            "store": store.name,
-            "key": lookup.key,
-            "value": value,
-            "partition": task.partition,
+            "partition": local.spec.partition,
             "served_by": self.url,
-            "role": role,
+            "role": _ROLES[local.phase],
             "lag_records": None if lag is None else lag[0],
             "lag_ms": None if lag is None else lag[1],
         }
-
-
-def _readable(task: TaskState | None) -> bool:
-    return task is not None and task.phase in _ROLES

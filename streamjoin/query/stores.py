@@ -26,6 +26,7 @@ __all__ = (
     "BadKey",
     "QueryableStore",
     "Reader",
+    "Scanner",
     "TimeRange",
     "key_bytes",
     "queryable_stores",
@@ -45,13 +46,20 @@ class TimeRange:
 
 Reader = Callable[["QueryableStore", TaskState, bytes, TimeRange], Any]
 """Reads one key from a task's copy of a store: its value as JSON-ready data, None if absent."""
+Scanner = Callable[["QueryableStore", TaskState, bytes | None, bytes | None, int], list[Any]]
+"""Reads at most `limit` entries start <= key < end of an ordered store, in key order, as
+`{"key", "value"}` JSON-ready data."""
 
-_KINDS: dict[str, Reader] = {}
+_READERS: dict[str, Reader] = {}
+_SCANNERS: dict[str, Scanner] = {}
 
 
-def register_kind(kind: str, reader: Reader) -> None:
-    """Make stores of `kind` queryable with `reader`."""
-    _KINDS[kind] = reader
+def register_kind(kind: str, reader: Reader, scanner: Scanner | None = None) -> None:
+    """Make stores of `kind` queryable by key with `reader`, and by key range with `scanner`
+    (stores ordered by key)."""
+    _READERS[kind] = reader
+    if scanner is not None:
+        _SCANNERS[kind] = scanner
 
 
 class BadKey(ValueError):
@@ -70,8 +78,17 @@ class QueryableStore:
     key_serde: Serde
     value_serde: Serde
 
+    @property
+    def ordered(self) -> bool:
+        return self.kind in _SCANNERS
+
     def read(self, task: TaskState, key: bytes, window: TimeRange) -> Any:
-        return _KINDS[self.kind](self, task, key, window)
+        return _READERS[self.kind](self, task, key, window)
+
+    def scan(
+        self, task: TaskState, start: bytes | None, end: bytes | None, limit: int
+    ) -> list[Any]:
+        return _SCANNERS[self.kind](self, task, start, end, limit)
 
 
 def to_json(value: Any) -> Any:
@@ -109,6 +126,22 @@ def _read_table(store: QueryableStore, task: TaskState, key: bytes, window: Time
     return to_json(store.value_serde.deserialize(unpack_stored(stored)[1]))
 
 
+def _scan_table(
+    store: QueryableStore, task: TaskState, start: bytes | None, end: bytes | None, limit: int
+) -> list[Any]:
+    entries: list[Any] = []
+    for key, stored in task.kv(store.local_name).range(start, end):
+        if len(entries) == limit:
+            break
+        entries.append(
+            {
+                "key": to_json(store.key_serde.deserialize(key)),
+                "value": to_json(store.value_serde.deserialize(unpack_stored(stored)[1])),
+            }
+        )
+    return entries
+
+
 def _read_window(store: QueryableStore, task: TaskState, key: bytes, window: TimeRange) -> Any:
     found = task.window(store.local_name).fetch(key, window.start, window.end)
     if not found:
@@ -120,7 +153,7 @@ def _read_window(store: QueryableStore, task: TaskState, key: bytes, window: Tim
     ]
 
 
-register_kind("table", _read_table)
+register_kind("table", _read_table, _scan_table)
 register_kind("window", _read_window)
 
 

@@ -187,6 +187,40 @@ async def test_a_window_store_answers_a_key_in_a_time_range(cluster: Cluster) ->
     assert (status, answer["error"]) == (404, "key 'a1' not found in store 'attribute-left'")
 
 
+async def test_a_table_answers_a_key_range_from_every_partition_in_key_order(
+    cluster: Cluster,
+) -> None:
+    url = f"{cluster.urls[0]}/stores/{cluster.store}/keys"
+    status, answer, _ = await get(url, **{"from": "user-1", "to": "user-3"})
+    assert status == 200, answer
+    expected = sorted(u for u in USERS if "user-1" <= u < "user-3")
+    assert (
+        [e["key"] for e in answer["entries"]]
+        == expected
+        == ["user-1", "user-10", "user-11", "user-2"]
+    )
+    for entry in answer["entries"]:
+        task = table_task(entry["key"])
+        assert entry["value"] == {"name": entry["key"], "n": USERS.index(entry["key"])}
+        assert (entry["partition"], entry["served_by"], entry["role"]) == (
+            task.partition,
+            cluster.owner_url(task),
+            "active",
+        )
+    assert answer["truncated"] is False
+    status, answer, _ = await get(url, limit="2")
+    assert [e["key"] for e in answer["entries"]] == sorted(USERS)[:2]
+    assert answer["truncated"] is True
+    async with streamjoin.QueryClient(cluster.urls) as client:
+        assert (await client.range(cluster.store, "user-1", "user-3")) == (
+            await client.range(cluster.store, "user-1", "user-3", allow_stale=True)
+        )
+        with pytest.raises(QueryFailed, match="'attribute-left' \\(window\\) is not ordered"):
+            await client.range("attribute-left")
+    status, answer, _ = await get(url, limit="0")
+    assert (status, answer["error"]) == (400, "limit=0: give 1 to 10000 keys")
+
+
 async def test_errors_say_what_is_wrong(cluster: Cluster) -> None:
     url, store = cluster.urls[0], cluster.store
     status, answer, _ = await get(f"{url}/stores/nope/keys/x")
