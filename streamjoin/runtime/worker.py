@@ -270,6 +270,8 @@ class Worker:
             logger.info("stopping: final commit")
             await self._commit(None)
         finally:
+            if self.queries is not None:
+                await self.queries.stop()  # before the stores it reads close
             followups.cancel()
             monitor.cancel()
             await self.purger.close()
@@ -282,8 +284,6 @@ class Worker:
                 bars.stop()
             if server is not None:
                 await server.stop()
-            if self.queries is not None:
-                await self.queries.stop()
         self._log_summary()
         logger.info("worker stopped")
 
