@@ -40,6 +40,9 @@ __all__ = ("QueryServer", "advertised_url")
 logger = logging.getLogger(__name__)
 
 _FOREVER_MS = 2**62
+_REPLY_MARGIN_S = 0.25
+"""A forwarded request gives up this long before the request's timeout: time to say which
+member did not answer (502) rather than only that the time ran out (504)."""
 _LATENCIES_KEPT = 4096
 
 
@@ -209,7 +212,7 @@ class QueryServer:
     async def forward(self, url: str, request: Request) -> tuple[int, dict[str, Any]]:
         """Ask the member at `url` the same, within what is left of the request's time."""
         assert self._session is not None
-        left = request.deadline - time.monotonic()
+        left = request.deadline - time.monotonic() - _REPLY_MARGIN_S
         if left <= 0:
             raise Unreachable("no time left")
         params = {**request.params, "stale": "true" if request.allow_stale else "false"}
@@ -223,7 +226,8 @@ class QueryServer:
                 body: dict[str, Any] = await response.json(content_type=None)
                 return response.status, body
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise Unreachable(str(exc) or type(exc).__name__) from None
+            reason = "no answer in time" if isinstance(exc, TimeoutError) else str(exc)
+            raise Unreachable(reason or type(exc).__name__) from None
 
 
 def _number(query: Any, name: str, default: int) -> int:

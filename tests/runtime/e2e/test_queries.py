@@ -297,12 +297,26 @@ async def test_queries_are_counted_in_the_worker_metrics(cluster: Cluster) -> No
 
 
 async def test_an_unreachable_owner_answers_502_naming_it(cluster: Cluster) -> None:
-    """Last: it stops the second worker's query server."""
+    """Last: it stops the second worker's query server, then puts one that never answers in
+    its place (the lookup still ends within its timeout)."""
     user, task = cluster.user_of(1)
-    await cluster.servers()[1].stop()
-    status, answer, _ = await get(f"{cluster.urls[0]}/stores/{cluster.store}/keys/{user}")
+    second = cluster.servers()[1]
+    await second.stop()
+    url = f"{cluster.urls[0]}/stores/{cluster.store}/keys/{user}"
+    status, answer, _ = await get(url)
     assert status == 502
     assert f"the owner of task {task}, {cluster.urls[1]}, is unreachable" in answer["error"]
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the asker gives up
+
+    silent = await asyncio.start_server(never_answer, "127.0.0.1", second.port)
+    try:
+        status, answer, _ = await get(url)
+    finally:
+        silent.close()
+    assert status == 502
+    assert answer["error"].endswith(f"{cluster.urls[1]}, is unreachable: no answer in time")
 
 
 async def _run(arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
