@@ -115,6 +115,7 @@ class Worker:
                     f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
                 )
             settings.max_future_ms = options.max_future_ms
+        _check_query_options(options)
         if options.broker_unavailable_timeout_s is not None:
             settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
         if options.num_standby_replicas is not None:
@@ -378,6 +379,17 @@ class Worker:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
                 return
             self.purger.after_commit(offsets)
+
+
+def _check_query_options(options: WorkerOptions) -> None:
+    advertised = options.advertised_query_url
+    if advertised is not None:
+        if options.query_port is None:
+            raise ConfigurationError("--advertised-query-url needs --query-port (no queries)")
+        if not advertised.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"--advertised-query-url {advertised!r}: give a URL, http://host:port"
+            )
 
 
 async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:

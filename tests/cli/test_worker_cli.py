@@ -131,6 +131,23 @@ def test_a_metrics_port_in_use_is_refused_before_kafka(tmp_path: Path) -> None:
     assert error == f"error: --metrics-port {port}: the port is already in use; pick another one"
 
 
+def test_query_options_that_cannot_work_are_refused_before_kafka(tmp_path: Path) -> None:
+    app = write_app(tmp_path, "x")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        error = refused(worker(app, "--bootstrap", "127.0.0.1:1", "--query-port", str(port)))
+    assert error == f"error: --query-port {port}: the port is already in use; pick another one"
+    url = ("--advertised-query-url", "http://host-a:8081")
+    error = refused(worker(app, "--bootstrap", "127.0.0.1:1", *url))
+    assert error == "error: --advertised-query-url needs --query-port (no queries)"
+    error = refused(
+        worker(app, "--bootstrap", "127.0.0.1:1", "--query-port", "0", url[0], "host-a:8081")
+    )
+    assert error == "error: --advertised-query-url 'host-a:8081': give a URL, http://host:port"
+
+
 def test_a_state_dir_under_a_file_is_refused_before_kafka(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1")
