@@ -31,6 +31,7 @@ from workers import WorkerProcess
 from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.security_config import connection_from_environment
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.query.client import QueryClient, QueryFailed
 
 IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
 # Lines as they are: a log or CI output is not wrapped at 80 columns (a terminal wraps itself).
@@ -107,6 +108,38 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
     return "worker-3 took over no task in time"
 
 
+async def query_once(
+    workers: list[WorkerProcess], traffic: AdTraffic, rate: float, start: float
+) -> None:
+    """Ask the running workers, as a web app would with streamjoin.QueryClient, for the
+    impressions of an auction sent about 4 s ago (still in the join's window store), and say
+    which worker answered; a few tries while the group rebalances."""
+    names = {w.query_url: w.name for w in workers}
+    asked = [w for w in workers if w.running]
+    total = len(traffic.impressions) + len(traffic.clicks)
+    failure = ""
+    async with QueryClient([w.query_url for w in asked]) as client:
+        for _ in range(20):
+            share = min(1.0, max(0.0, (time.monotonic() - start - 4) * rate / total))
+            auction = traffic.impressions[int(share * (len(traffic.impressions) - 1))].auction_id
+            when = f"{time.monotonic() - start:5.1f} s"
+            try:
+                answer = await client.get("attribute-left", auction, allow_stale=True)
+            except QueryFailed as exc:
+                failure = f"{when}  query attribute-left {auction} failed: {exc}"
+                await asyncio.sleep(0.5)
+                continue
+            count = len(answer["value"])
+            console.print(
+                f"{when}  query attribute-left {auction} via {asked[0].name}: {count} "
+                f"record{'s' if count != 1 else ''}, answered by "
+                f"{names.get(answer['served_by'])} ({answer['role']}, "
+                f"lag {answer['lag_records']} records)"
+            )
+            return
+    console.print(failure)
+
+
 async def at(start: float, seconds: float) -> None:
     await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
@@ -144,6 +177,7 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         left["worker-1"] = time.monotonic() - start
         console.print(f"{left['worker-1']:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
+        await query_once(workers, traffic, rate, start)
         _, produced_at = await producing
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(log.complete.wait(), 60)

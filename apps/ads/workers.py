@@ -34,6 +34,7 @@ class WorkerProcess:
         """`app` as MODULE:ATTRIBUTE in `app_dir` (default: the ad demo's)."""
         self.name = name
         self.metrics_port = _free_port()
+        self.query_url = f"http://127.0.0.1:{_free_port()}"
         self.log_path = work_dir / f"{name}.log"
         self._command = [
             sys.executable,
@@ -49,6 +50,8 @@ class WorkerProcess:
             str(work_dir / f"state-{name}"),
             "--metrics-port",
             str(self.metrics_port),
+            "--query-port",
+            self.query_url.rsplit(":", 1)[1],
             "--commit-interval",
             "1",
         ]

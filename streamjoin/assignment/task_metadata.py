@@ -10,6 +10,9 @@ AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
     SubscriptionInfo v2: as v1
     AssignmentInfo   v2: v1, then warm-up tasks (the learners and standbys that a move to this
                          member is waiting on; v1 members count only their learners)
+    SubscriptionInfo v3: v2, then the member's query URL (nullable)
+    AssignmentInfo   v3: v2, then query hosts [(query URL, active tasks, standby tasks)]: where
+                         every member with a query URL runs each task (interactive queries)
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
 knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
@@ -29,6 +32,7 @@ from streamjoin.errors import ProtocolDecodeError
 __all__ = (
     "LATEST_VERSION",
     "AssignmentInfo",
+    "QueryHost",
     "SubscriptionInfo",
     "decode_assignment_info",
     "decode_subscription_info",
@@ -36,7 +40,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 2
+LATEST_VERSION = 3
 NO_PROBE = -1
 
 
@@ -58,6 +62,18 @@ class SubscriptionInfo:
     (seconds), the lag seen at the same instant as the offsets does not."""
     version: int = LATEST_VERSION
     latest_supported: int = LATEST_VERSION
+    query_url: str | None = None
+    """Where the member answers interactive queries (v3; None: it does not)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryHost:
+    """A member that answers queries, and the tasks it holds as active and as standby (learners
+    included: both keep a copy of the task's state)."""
+
+    url: str
+    active: tuple[TaskId, ...] = ()
+    standby: tuple[TaskId, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +89,8 @@ class AssignmentInfo:
     warmup: tuple[TaskId, ...] = ()
     """Tasks of this member (learners, and standbys a move warms up in) whose catching up
     completes a move. Read from a v1 leader: its learners."""
+    query_hosts: tuple[QueryHost, ...] = ()
+    """Every member's query URL with its tasks (v3; empty from older leaders)."""
 
 
 def _write_task(writer: Writer, task: TaskId) -> None:
@@ -106,6 +124,8 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
 
     writer.array(sorted(info.offset_sums.items()), write_sum)
     writer.array(sorted(info.lags.items()), write_sum)
+    if info.version >= 3:
+        writer.nullable_string(info.query_url)
     return writer.getvalue()
 
 
@@ -123,10 +143,11 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
 
     sums = dict(reader.array(read_sum))
     lags = dict(reader.array(read_sum))
+    query_url = reader.nullable_string() if version >= 3 else None
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
     return SubscriptionInfo(
-        process_id, capacity, endpoint, counter, sums, standby, lags, version, latest
+        process_id, capacity, endpoint, counter, sums, standby, lags, version, latest, query_url
     )
 
 
@@ -143,6 +164,14 @@ def encode_assignment_info(info: AssignmentInfo) -> bytes:
     writer.int64(info.next_probe_ms).int32(info.error_code)
     if info.version >= 2:
         _write_tasks(writer, info.warmup)
+    if info.version >= 3:
+
+        def write_query_host(w: Writer, host: QueryHost) -> None:
+            w.string(host.url)
+            _write_tasks(w, host.active)
+            _write_tasks(w, host.standby)
+
+        writer.array(sorted(info.query_hosts, key=lambda h: h.url), write_query_host)
     return writer.getvalue()
 
 
@@ -160,6 +189,11 @@ def decode_assignment_info(data: bytes) -> AssignmentInfo:
     hosts = dict(reader.array(read_host))
     next_probe, error = reader.int64(), reader.int32()
     warmup = tuple(reader.array(_read_task)) if version >= 2 else learner
+
+    def read_query_host(r: Reader) -> QueryHost:
+        return QueryHost(r.string(), tuple(r.array(_read_task)), tuple(r.array(_read_task)))
+
+    query_hosts = tuple(reader.array(read_query_host)) if version >= 3 else ()
     return AssignmentInfo(
-        active, standby, learner, hosts, next_probe, error, version, latest, warmup
+        active, standby, learner, hosts, next_probe, error, version, latest, warmup, query_hosts
     )

@@ -42,6 +42,7 @@ _COMMAND_MODULES = (
     "audit",
     "archive",
     "describe",
+    "query",
 )
 
 _stderr = Console(stderr=True, highlight=False)

@@ -17,7 +17,7 @@ from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import run_kafka
 from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.worker_checks import (
-    check_metrics_port,
+    check_port,
     check_state_dir,
     create_missing_inputs,
 )
@@ -110,6 +110,27 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         int | None,
         typer.Option(
             metavar="PORT", help="Serve Prometheus metrics on this port.", show_default="no metrics"
+        ),
+    ] = None,
+    query_port: Annotated[
+        int | None,
+        typer.Option(
+            metavar="PORT",
+            help="Answer interactive queries over HTTP on this port (GET /stores, "
+            "/stores/<store>/keys/<key>), for any key of the app.",
+            show_default="no queries",
+        ),
+    ] = None,
+    query_host: Annotated[
+        str,
+        typer.Option(metavar="HOST", help="The address the query server binds."),
+    ] = "127.0.0.1",
+    advertised_query_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="The URL other workers and clients reach this worker's queries at.",
+            show_default="http://<query host>:<query port>",
         ),
     ] = None,
     on_error: Annotated[
@@ -227,6 +248,12 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     in the app only.
     """
     count = parse_processes(processes)
+    if count > 1 and (query_port or advertised_query_url):
+        fail(
+            f"--processes {count} with --query-port {query_port}: the processes of a host cannot "
+            "share one query port or URL; give --query-port 0 (each process takes a free port "
+            "and advertises it)"
+        )
     options = WorkerOptions(
         bootstrap=bootstrap,
         state_dir=state_dir,
@@ -234,6 +261,9 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        query_port=query_port,
+        query_host=query_host,
+        advertised_query_url=advertised_query_url,
         on_error=None if on_error is None else on_error.value,
         max_future_ms=max_future_ms,
         broker_unavailable_timeout_s=broker_unavailable_timeout,
@@ -265,7 +295,9 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         # Local settings first: failing on them later would leave Kafka clients half set up.
         check_state_dir(running.state_dir, loaded.app_id)
         if metrics_port is not None:
-            check_metrics_port(metrics_port, metrics_host)
+            check_port("--metrics-port", metrics_port, metrics_host)
+        if query_port is not None:
+            check_port("--query-port", query_port, query_host)
     except StreamJoinError as exc:
         fail(escape(str(exc)))
     if create_topics:

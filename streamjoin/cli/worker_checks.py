@@ -15,7 +15,7 @@ from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 
-__all__ = ("check_metrics_port", "check_state_dir", "create_missing_inputs")
+__all__ = ("check_port", "check_state_dir", "create_missing_inputs")
 
 
 def check_state_dir(state_dir: Path, app_id: str) -> None:
@@ -38,15 +38,16 @@ def check_state_dir(state_dir: Path, app_id: str) -> None:
         raise ConfigurationError(f"--state-dir {state_dir}: {directory} is not writable")
 
 
-def check_metrics_port(port: int, host: str = "0.0.0.0") -> None:
+def check_port(option: str, port: int, host: str = "0.0.0.0") -> None:
     """Refuse a port outside 1-65535, one that something already listens on, or a host
-    address this machine cannot listen on."""
+    address this machine cannot listen on (`option`: --metrics-port, --query-port)."""
+    host_option = option.replace("-port", "-host")
     if not 0 < port < 65536:
-        raise ConfigurationError(f"--metrics-port {port}: give a port from 1 to 65535")
+        raise ConfigurationError(f"{option} {port}: give a port from 1 to 65535")
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except (OSError, UnicodeError) as exc:
-        raise ConfigurationError(f"--metrics-host {host}: {exc}") from None
+        raise ConfigurationError(f"{host_option} {host}: {exc}") from None
     with socket.socket(family) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -54,9 +55,9 @@ def check_metrics_port(port: int, host: str = "0.0.0.0") -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 reason = "the port is already in use; pick another one"
-                raise ConfigurationError(f"--metrics-port {port}: {reason}") from None
+                raise ConfigurationError(f"{option} {port}: {reason}") from None
             reason = f"cannot listen on {host}:{port} ({exc.strerror})"
-            raise ConfigurationError(f"--metrics-host {host}: {reason}") from None
+            raise ConfigurationError(f"{host_option} {host}: {reason}") from None
 
 
 async def create_missing_inputs(app: App, bootstrap: KafkaTarget) -> None:

@@ -57,6 +57,8 @@ class WorkerRoles:
         self._bootstrap = bootstrap
         self._capacity = capacity
         self._endpoint = endpoint
+        self.query_url: str | None = None
+        """Where this worker answers queries, advertised in its subscription (set once bound)."""
         self._counter = 0
         self.assignor = TaskPartitionAssignor(
             topology.subtopologies(),
@@ -109,6 +111,7 @@ class WorkerRoles:
             sums,
             tuple(sorted(self.topology.to_assignment(t) for t in self.standby)),
             lags,
+            query_url=self.query_url,
         )
 
     async def _end_offsets(

@@ -42,6 +42,7 @@ from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.kafka.transactions import MemberIdentity, TransactionAborted
 from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.query.server import QueryServer
 from streamjoin.runtime.broker_watch import BrokerWatch
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
@@ -57,7 +58,11 @@ from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.transaction_state import TransactionState, transaction_timeout_ms
 from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
-from streamjoin.runtime.worker_metrics import RestoreTracker, register_worker_metrics
+from streamjoin.runtime.worker_metrics import (
+    RestoreTracker,
+    register_query_metrics,
+    register_worker_metrics,
+)
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.errors import StateError
 from streamjoin.state.layout import StateDirectory
@@ -98,6 +103,10 @@ class WorkerOptions:
     metrics_port: int | None = None
     metrics_host: str = "0.0.0.0"
     """Address the Prometheus endpoint listens on (all interfaces by default)."""
+    query_port: int | None = None
+    """Serve interactive queries on this port (0: any free port; None: no queries)."""
+    query_host: str = "127.0.0.1"
+    advertised_query_url: str | None = None
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None
@@ -134,6 +143,7 @@ class Worker:
                     f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
                 )
             settings.max_future_ms = options.max_future_ms
+        _check_query_options(options)
         if options.broker_unavailable_timeout_s is not None:
             settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
         if options.num_standby_replicas is not None:
@@ -160,6 +170,7 @@ class Worker:
         """Set once the worker has started joining its group (for tests and embedding)."""
         self.metrics = MetricsRegistry()
         self.loop_monitor = LoopMonitor()
+        self.queries: QueryServer | None = None
 
     def stop(self) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
@@ -363,6 +374,7 @@ class Worker:
         if port is not None:
             server = MetricsServer(self.metrics, port, self.options.metrics_host)
             await server.start()
+        self.queries = await self._serve_queries(topology, state, roles)
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
@@ -379,6 +391,8 @@ class Worker:
                 await manager.lose_all()
             raise
         finally:
+            if self.queries is not None:
+                await self.queries.stop()  # before the stores it reads close
             followups.cancel()
             monitor.cancel()
             await self.purger.close()
@@ -409,6 +423,25 @@ class Worker:
             "Times the event loop ran over 1 s late",
             lambda: [((), float(self.loop_monitor.stalls))],
         )
+
+    async def _serve_queries(
+        self, topology: AppTopology, state: StateManager, roles: WorkerRoles
+    ) -> QueryServer | None:
+        """Answer queries, and advertise where in the subscription (before joining the group)."""
+        options = self.options
+        if options.query_port is None:
+            return None
+        queries = QueryServer(
+            topology,
+            state,
+            lambda: roles.assignor.latest,
+            host=options.query_host,
+            port=options.query_port,
+            advertised=options.advertised_query_url,
+        )
+        roles.query_url = await queries.start()
+        register_query_metrics(self.metrics, queries.stats)
+        return queries
 
     def _log_summary(self) -> None:
         assert self.manager is not None and self.sink is not None
@@ -516,6 +549,17 @@ class Worker:
         await self._txn.commit(offsets, identity, still_owned=lambda: manager.failure)
         self.state.complete_commit()
         self.purger.after_commit(offsets)
+
+
+def _check_query_options(options: WorkerOptions) -> None:
+    advertised = options.advertised_query_url
+    if advertised is not None:
+        if options.query_port is None:
+            raise ConfigurationError("--advertised-query-url needs --query-port (no queries)")
+        if not advertised.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"--advertised-query-url {advertised!r}: give a URL, http://host:port"
+            )
 
 
 async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:

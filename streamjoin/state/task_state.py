@@ -118,6 +118,10 @@ class TaskState:
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._read_started = 0.0
         self._last_progress = 0.0
+        self._caught_up_at: float | None = None
+        """When (monotonic) the stores last reflected their changelogs' ends."""
+        self._last_lag: int | None = None
+        """The lag last measured, for the moment a change of phase leaves the ends unknown."""
         self.local = TaskStores(
             spec, app_id=app_id, directory=directory, events=events, memory=memory
         )
@@ -164,6 +168,20 @@ class TaskState:
             max(0, self._highwaters[name] - (position or 0))
             for name, position in self.positions.items()
         )
+
+    def read_lag(self) -> tuple[int, int] | None:
+        """How far a read of the stores may be behind their changelogs: in records, and in ms
+        since they last were at the ends (0, 0 when running or caught up). A copy changing
+        phase reports its last measured lag; None if it never measured one."""
+        lag = self.lag()
+        if lag is None:
+            lag = self._last_lag
+        if lag is None:
+            return None
+        if lag == 0:
+            return 0, 0
+        since = self._caught_up_at if self._caught_up_at is not None else self._read_started
+        return lag, int((time.monotonic() - since) * 1000)
 
     async def wait_ready(self) -> None:
         """Return once the task is a running active; raise if it fails or leaves RESTORING."""
@@ -334,6 +352,10 @@ class TaskState:
         self.positions[store] = position
         self._highwaters[store] = highwater
         remaining = self.lag()
+        if remaining is not None:
+            self._last_lag = remaining
+        if remaining == 0:
+            self._caught_up_at = time.monotonic()
         if self.phase is TaskPhase.RESTORING and remaining == 0:
             self._complete_restore()
             return

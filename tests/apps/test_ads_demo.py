@@ -34,6 +34,13 @@ def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) ->
     assert expected > 8_000 and present == expected
     assert "worker-3 joins (scale-out)" in done.stdout
     assert "worker-1 leaves (scale-in)" in done.stdout
+    # One query of the join's state, answered while the group rebalances after worker-1 left.
+    assert re.search(
+        r"^ *[\d.]+ s  query attribute-left \S+ via worker-2: [1-9]\d* records?, answered by "
+        r"worker-[23] \((active|standby|restoring), lag \d+ records\)$",
+        done.stdout,
+        re.M,
+    ), output
     # Sent to a pipe, not a terminal: lines as written, none wrapped, no progress bars.
     lines = done.stdout.splitlines()
     assert all(line.strip() for line in lines), output

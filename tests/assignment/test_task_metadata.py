@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.task_metadata import (
     AssignmentInfo,
+    QueryHost,
     SubscriptionInfo,
     decode_assignment_info,
     decode_subscription_info,
@@ -30,6 +31,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     sums=st.dictionaries(tasks, st.integers(-2, 2**62), max_size=30),
     standby=task_tuples,
     lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
+    query_url=st.none() | st.text(max_size=30),
 )
 def test_subscription_info_round_trip(
     process: str,
@@ -39,8 +41,11 @@ def test_subscription_info_round_trip(
     sums: dict[TaskId, int],
     standby: tuple[TaskId, ...],
     lags: dict[TaskId, int],
+    query_url: str | None,
 ) -> None:
-    info = SubscriptionInfo(process, capacity, endpoint, counter, sums, standby, lags)
+    info = SubscriptionInfo(
+        process, capacity, endpoint, counter, sums, standby, lags, query_url=query_url
+    )
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
 
@@ -50,6 +55,11 @@ def test_subscription_info_round_trip(
     learner=task_tuples,
     warmup=task_tuples,
     probe=st.integers(-1, 2**50),
+    query_hosts=st.lists(
+        st.builds(QueryHost, st.text(min_size=1, max_size=20), task_tuples, task_tuples),
+        unique_by=lambda h: h.url,
+        max_size=4,
+    ).map(lambda hs: tuple(sorted(hs, key=lambda h: h.url))),
 )
 def test_assignment_info_round_trip(
     active: tuple[TaskId, ...],
@@ -57,9 +67,12 @@ def test_assignment_info_round_trip(
     learner: tuple[TaskId, ...],
     warmup: tuple[TaskId, ...],
     probe: int,
+    query_hosts: tuple[QueryHost, ...],
 ) -> None:
     hosts = {"w1:9100": (TopicPartition("a", 0), TopicPartition("b", 3))}
-    info = AssignmentInfo(active, standby, learner, hosts, probe, 0, warmup=warmup)
+    info = AssignmentInfo(
+        active, standby, learner, hosts, probe, 0, warmup=warmup, query_hosts=query_hosts
+    )
     assert decode_assignment_info(encode_assignment_info(info)) == info
 
 
@@ -67,6 +80,17 @@ def test_a_v1_assignment_warms_up_its_learners_only() -> None:
     """A v1 leader knows no standby warm-ups: its learners are all there is to watch."""
     info = AssignmentInfo((), (TaskId(0, 1),), (TaskId(0, 2),), version=1, warmup=(TaskId(0, 1),))
     assert decode_assignment_info(encode_assignment_info(info)).warmup == (TaskId(0, 2),)
+
+
+def test_v2_metadata_carries_no_query_urls_and_stays_readable() -> None:
+    """A v2 member (or a group answered in v2) neither sends nor receives query URLs."""
+    info = SubscriptionInfo("p1", query_url="http://a:1", version=2, latest_supported=2)
+    assert decode_subscription_info(encode_subscription_info(info)).query_url is None
+    told = AssignmentInfo(
+        (TaskId(0, 0),), version=2, query_hosts=(QueryHost("http://a:1", (TaskId(0, 0),)),)
+    )
+    decoded = decode_assignment_info(encode_assignment_info(told))
+    assert (decoded.active, decoded.query_hosts) == ((TaskId(0, 0),), ())
 
 
 def test_a_newer_version_is_read_for_its_common_fields() -> None:
@@ -77,7 +101,7 @@ def test_a_newer_version_is_read_for_its_common_fields() -> None:
         {TaskId(0, 1): 42},
         2,
     )
-    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=3)) + b"\x00" * 9
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=4)) + b"\x00" * 9
     assert decode_assignment_info(later).active == (TaskId(0, 0),)
 
 

@@ -157,6 +157,23 @@ def test_a_metrics_host_not_of_this_machine_is_refused_before_kafka(tmp_path: Pa
     assert error.startswith("error: --metrics-host 192.0.2.1: cannot listen on 192.0.2.1:9 (")
 
 
+def test_query_options_that_cannot_work_are_refused_before_kafka(tmp_path: Path) -> None:
+    app = write_app(tmp_path, "x")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        error = refused(worker(app, "--bootstrap", "127.0.0.1:1", "--query-port", str(port)))
+    assert error == f"error: --query-port {port}: the port is already in use; pick another one"
+    url = ("--advertised-query-url", "http://host-a:8081")
+    error = refused(worker(app, "--bootstrap", "127.0.0.1:1", *url))
+    assert error == "error: --advertised-query-url needs --query-port (no queries)"
+    error = refused(
+        worker(app, "--bootstrap", "127.0.0.1:1", "--query-port", "0", url[0], "host-a:8081")
+    )
+    assert error == "error: --advertised-query-url 'host-a:8081': give a URL, http://host:port"
+
+
 def test_a_state_dir_under_a_file_is_refused_before_kafka(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1")
@@ -224,3 +241,9 @@ def test_exactly_once_on_a_broker_without_transactions_is_one_line(
 def test_auto_processes_are_the_cores_this_process_may_run_on() -> None:
     assert parse_processes("auto") == len(os.sched_getaffinity(0))
     assert parse_processes("3") == 3
+
+
+def test_processes_cannot_share_one_query_port(tmp_path: Path) -> None:
+    command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--processes", "2")
+    error = refused([*command, "--query-port", "8081"])
+    assert "the processes of a host cannot share one query port" in error

@@ -113,6 +113,7 @@ async def test_a_standby_follows_its_active_within_a_bounded_lag(
         target = sum(active.positions.values())
         await until(lambda target=target: standby_worker.offset_sums()[SPEC.task_id] == target)
         assert standby.lag() == 0
+        assert standby.read_lag() == active.read_lag() == (0, 0)  # what a query reports
         assert snapshot(standby) == snapshot(active)
     assert standby.phase is TaskPhase.STANDBY
     assert progress and all(event.standby for event in progress)

@@ -36,6 +36,7 @@ from streamjoin.assignment.task_metadata import (
     LATEST_VERSION,
     NO_PROBE,
     AssignmentInfo,
+    QueryHost,
     SubscriptionInfo,
     decode_assignment_info,
     decode_subscription_info,
@@ -157,13 +158,23 @@ class TaskPartitionAssignor(PartitionAssignor):
         probe = int(self._clock() * 1000) + self._probing_interval_ms if followup else NO_PROBE
         version = min((i.latest_supported for i in infos.values()), default=LATEST_VERSION)
         by_host = self._partitions_by_host(plan, members_of, infos)
-        assignment: GroupAssignment = {}
-        for process, members in members_of.items():
-            warming = plan.warming_up(process)
-            spread = spread_over_members(
+        spreads = {
+            process: spread_over_members(
                 plan.clients[process],
                 [self._member(m, subscriptions[m], infos[m], tasks) for m in sorted(members)],
             )
+            for process, members in members_of.items()
+        }
+        query_hosts = tuple(
+            QueryHost(url, roles.active, tuple(sorted(roles.standby + roles.learner)))
+            for member, roles in sorted(
+                (member, roles) for spread in spreads.values() for member, roles in spread.items()
+            )
+            if (url := infos[member].query_url)
+        )
+        assignment: GroupAssignment = {}
+        for process, spread in spreads.items():
+            warming = plan.warming_up(process)
             for member, roles in spread.items():
                 told = AssignmentInfo(
                     roles.active,
@@ -174,6 +185,7 @@ class TaskPartitionAssignor(PartitionAssignor):
                     0,
                     version=min(version, LATEST_VERSION),
                     warmup=tuple(sorted(warming.intersection(roles.standby + roles.learner))),
+                    query_hosts=query_hosts,
                 )
                 partitions = [tp for task in roles.active for tp in self._partitions(task)]
                 assignment[member] = Assignment(

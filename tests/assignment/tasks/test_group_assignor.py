@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from streamjoin.assignment.model import Subscription, TopicPartition
 from streamjoin.assignment.task_metadata import (
     NO_PROBE,
+    QueryHost,
     SubscriptionInfo,
     decode_assignment_info,
     encode_subscription_info,
@@ -42,9 +43,14 @@ def member(
     owned: Sequence[int] = (),
     sums: Mapping[TaskId, int] | None = None,
     lags: Mapping[TaskId, int] | None = None,
+    query_url: str | None = None,
 ) -> Subscription:
     info = SubscriptionInfo(
-        process, endpoint=f"{process}:9100", offset_sums=dict(sums or {}), lags=dict(lags or {})
+        process,
+        endpoint=f"{process}:9100",
+        offset_sums=dict(sums or {}),
+        lags=dict(lags or {}),
+        query_url=query_url,
     )
     partitions = tuple(TopicPartition(t, p) for p in owned for t in TOPICS)
     return Subscription(TOPICS, encode_subscription_info(info), partitions)
@@ -192,3 +198,25 @@ def test_a_new_group_spreads_tasks_by_host_capacity_then_over_each_hosts_process
         mine = [told[f"h{h}-{m}"] for m in range(processes)]
         assert abs(sum(mine) - partitions * processes / sum(hosts)) < 1
         assert max(mine) - min(mine) <= 1
+
+
+def test_every_member_learns_where_each_task_is_active_and_standby_for_queries() -> None:
+    """Interactive queries: each member's query URL with its actives and standbys (learners
+    included), told to every member; a member without a query URL is not listed."""
+    ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
+    assignor = make(ends)
+    assignor.settings = AssignorSettings(acceptable_recovery_lag=0, num_standby_replicas=1)
+    running = {TaskId(0, 0): -2, TaskId(0, 1): -2}
+    subscriptions = {
+        "m-a": member("a", owned=(0, 1), sums=running, query_url="http://a:8081"),
+        "m-b": member("b", query_url="http://b:8081"),
+        "m-c": member("c"),
+    }
+    result = run(assignor, subscriptions)
+    told = [decode_assignment_info(r.user_data) for r in result.values()]  # type: ignore[attr-defined]
+    assert all(t.query_hosts == told[0].query_hosts for t in told)
+    hosts = {h.url: h for h in told[0].query_hosts}
+    assert hosts["http://a:8081"] == QueryHost("http://a:8081", (TaskId(0, 0), TaskId(0, 1)), ())
+    b = hosts["http://b:8081"]
+    assert b.active == () and set(b.standby) <= {TaskId(0, 0), TaskId(0, 1)} and b.standby
+    assert set(hosts) == {"http://a:8081", "http://b:8081"}

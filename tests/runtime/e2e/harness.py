@@ -30,16 +30,20 @@ make_app = learn_app.make_app
 class Running:
     """A worker started in this event loop, with the restores it completed."""
 
-    def __init__(self, app: App, bootstrap: str, state_dir: Path, capacity: int = 1) -> None:
-        options = WorkerOptions(
-            bootstrap=bootstrap,
-            state_dir=state_dir,
-            commit_interval_s=0.5,
-            session_timeout_ms=6_000,
-            heartbeat_interval_ms=500,
-            capacity=capacity,
+    def __init__(
+        self, app: App, bootstrap: str, state_dir: Path, capacity: int = 1, **options: Any
+    ) -> None:
+        """`options`: further WorkerOptions (e.g. query_port=0)."""
+        settings: dict[str, Any] = {
+            "commit_interval_s": 0.5,
+            "session_timeout_ms": 6_000,
+            "heartbeat_interval_ms": 500,
+            **options,
+        }
+        self.worker = Worker(
+            app,
+            WorkerOptions(bootstrap=bootstrap, state_dir=state_dir, capacity=capacity, **settings),
         )
-        self.worker = Worker(app, options)
         self.restored: dict[str, int] = {}
         self.revoked: list[frozenset[Any]] = []
         self.task: asyncio.Task[None] | None = None
