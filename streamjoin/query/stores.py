@@ -20,6 +20,7 @@ from streamjoin.dsl.spec import JoinSpec
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.joins.records import unpack_stored
 from streamjoin.runtime.topology import TaskId
+from streamjoin.state.table_values import unpack_table_value
 from streamjoin.state.task_state import TaskState
 
 __all__ = (
@@ -123,7 +124,7 @@ def _read_table(store: QueryableStore, task: TaskState, key: bytes, window: Time
     stored = task.kv(store.local_name).get(key)
     if stored is None:
         return None
-    return to_json(store.value_serde.deserialize(unpack_stored(stored)[1]))
+    return to_json(store.value_serde.deserialize(unpack_table_value(stored)[2]))
 
 
 def _scan_table(
@@ -136,7 +137,7 @@ def _scan_table(
         entries.append(
             {
                 "key": to_json(store.key_serde.deserialize(key)),
-                "value": to_json(store.value_serde.deserialize(unpack_stored(stored)[1])),
+                "value": to_json(store.value_serde.deserialize(unpack_table_value(stored)[2])),
             }
         )
     return entries
@@ -158,18 +159,25 @@ register_kind("window", _read_window)
 
 
 def queryable_stores(joins: Iterable[JoinSpec]) -> Mapping[str, QueryableStore]:
-    """Every queryable store of an app's joins, by name."""
+    """Every queryable store of an app's joins, by name: the tables of stream-table and
+    table-table joins by their topics' names, the window stores of stream-stream joins by the
+    names `describe` shows. (Not yet: versioned tables, foreign-key joins' stores, global
+    tables, which every worker holds whole.)"""
     stores: dict[str, QueryableStore] = {}
     for spec in joins:
-        if spec.is_stream_table:
-            stores[spec.right.name] = QueryableStore(
-                spec.right.name,
-                "table",
-                spec.name,
-                f"{spec.name}-table",
-                spec.right.key_serde,
-                spec.right_value_serde,
-            )
+        if spec.foreign_key is not None or spec.is_global or spec.has_versioned_table:
+            continue
+        if spec.is_stream_table or spec.is_table_table:
+            tables = [("table", spec.right, spec.right_value_serde)]
+            if spec.is_table_table:
+                tables = [
+                    ("left", spec.left, spec.left_value_serde),
+                    ("right", spec.right, spec.right_value_serde),
+                ]
+            for local, topic, serde in tables:
+                stores[topic.name] = QueryableStore(
+                    topic.name, "table", spec.name, f"{spec.name}-{local}", topic.key_serde, serde
+                )
             continue
         for side, topic, serde in (
             ("left", spec.left, spec.left_value_serde),

@@ -46,6 +46,19 @@ def test_tables_go_by_their_topic_and_window_stores_by_their_describe_names() ->
     }
 
 
+def test_both_tables_of_a_table_table_join_go_by_their_topics() -> None:
+    app = App("bank")
+    users, accounts = app.table("users"), app.table("accounts")
+    app.join(users, accounts, how="outer", into="user-accounts", name="pair")(max)
+    prices = app.table("prices", versioned=True, history_ms=1_000)
+    app.join(app.topic("trades"), prices, into="priced", name="price")(max)
+    stores = queryable_stores(app.joins)
+    assert {n: (s.kind, s.subtopology, s.local_name) for n, s in stores.items()} == {
+        "users": ("table", "pair", "pair-left"),
+        "accounts": ("table", "pair", "pair-right"),
+    }
+
+
 @given(st.text())
 def test_a_str_key_is_its_utf8_text(text: str) -> None:
     store = QueryableStore("s", "table", "j", "j-table", StrSerde(), JsonSerde())
