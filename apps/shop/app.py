@@ -2,17 +2,20 @@
 and the rest re-keyed by order id; shipments keyed by shipment id, re-keyed by order id. Paid
 orders are joined with their shipment in a second, chained join, and each shipped order is
 located through the global table of countries in a third (every worker holds the table whole;
-it has its own partition count).
+it has its own partition count). A fourth, a foreign-key join (KIP-213), bills each order of
+the order book (a table: order id -> order) to its customer (a table keyed by customer id, with
+another partition count): an order moved to another customer, or a customer's update, replaces
+the result of every order it concerns.
 
 Run it with `streamjoin worker app:joins` from this directory; `streamjoin describe app:joins`
-prints its topology (three joins, two repartition sub-topologies, one global table).
+prints its topology (four joins, two repartition sub-topologies, one global table).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shop_data import Country, Order, Payment, Shipment
+from shop_data import CUSTOMERS, ORDER_BOOK, Country, Customer, Order, Payment, Shipment
 
 import streamjoin
 from streamjoin import JoinWindows
@@ -92,3 +95,27 @@ class Located:
 )
 def locate(order: Shipped, country: Country | None) -> Located:
     return Located(order.order_id, order.country, country.region if country else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Billed:
+    order_id: str
+    customer: str
+    name: str | None
+    tier: str | None
+
+
+@joins.join(
+    joins.table(ORDER_BOOK, value_type=Order),
+    joins.table(CUSTOMERS, value_type=Customer),
+    foreign_key=lambda order: order.customer,
+    how="left",
+    into=joins.topic("shop-order-customers", value_type=Billed),
+)
+def bill(order: Order, customer: Customer | None) -> Billed:
+    return Billed(
+        order.order_id,
+        order.customer,
+        customer.name if customer else None,
+        customer.tier if customer else None,
+    )

@@ -7,8 +7,12 @@ workers (`streamjoin worker app:joins`), produces orders, payments and shipments
 by its own id - at a steady rate, adds a third worker, stops the first, and checks that every
 order that was paid and shipped came out of the chained join. Before the workers start it
 fills the global table of countries (2 partitions); every shipped order is located through
-it, and `located: expected=E present=P wrong=W` checks each one's region. The last line is the
-verification: `joined: expected=E present=P duplicates=D`.
+it, and `located: expected=E present=P wrong=W` checks each one's region. Along with the
+traffic it fills the two tables of a foreign-key join, the order book (6 partitions: the same
+orders, 1 in 40 later moved to another customer) and the customers (3 partitions, 1 in 8 later
+changing tier), and `customers: expected=E present=P wrong=W` checks that the latest result
+per order is the join of the final tables. The last line is the verification:
+`joined: expected=E present=P duplicates=D`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from aiokafka import TopicPartition
 from rich.console import Console
@@ -33,12 +38,17 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "ads")]
 from app import joins  # noqa: E402 - the app's modules live here
 from shop_data import (  # noqa: E402
     COUNTRIES,
+    CUSTOMERS,
+    ORDER_BOOK,
     Country,
     Event,
     Order,
     Payment,
+    Row,
     encode,
+    expected_order_customers,
     generate_shop,
+    generate_tables,
     key_of,
 )
 from workers import WorkerProcess, totals  # noqa: E402 - the ad demo's worker launcher
@@ -51,12 +61,16 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics  # noqa: E402
 from streamjoin.runtime.description import describe_topology  # noqa: E402
 
 LAYOUT = {"shop-orders": 6, "shop-payments": 4, "shop-shipments": 3, "shop-countries": 2}
+TABLES = {ORDER_BOOK: 6, CUSTOMERS: 3}
 OUTPUT = "shop-shipped"
 LOCATED = "shop-located"
+BILLED = "shop-order-customers"
 console = Console(highlight=False)
 
 
 def topic_of(record: Event) -> str:
+    if isinstance(record, Row):
+        return record.topic
     if isinstance(record, Order):
         return "shop-orders"
     return "shop-payments" if isinstance(record, Payment) else "shop-shipments"
@@ -102,28 +116,36 @@ async def collect_output(
     *,
     seen: Counter[str],
     located: dict[str, str | None],
+    billed: dict[str, Any],
+    expected_billed: dict[str, Any],
     done: asyncio.Event,
     stop: asyncio.Event,
 ) -> None:
-    """Count shipped orders and note the regions of located ones as they arrive; `done` once
-    every expected one is there."""
+    """Count shipped orders, note the regions of located ones and the latest bill per order as
+    they arrive; `done` once every expected one is there and the bills are those expected."""
     consumer = connection_from_environment(bootstrap).consumer(enable_auto_commit=False)
     await consumer.start()
     try:
         tps = [
-            TopicPartition(t, p) for t in (OUTPUT, LOCATED) for p in range(LAYOUT["shop-orders"])
+            TopicPartition(t, p)
+            for t in (OUTPUT, LOCATED, BILLED)
+            for p in range(LAYOUT["shop-orders"])
         ]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         while not stop.is_set():
             for tp, records in (await consumer.getmany(timeout_ms=200)).items():
                 for record in records:
+                    if tp.topic == BILLED:
+                        key = record.key.decode()
+                        billed[key] = None if record.value is None else json.loads(record.value)
+                        continue
                     value = json.loads(record.value)
                     if tp.topic == LOCATED:
                         located[value["order_id"]] = value["region"]
                     else:
                         seen[value["order_id"]] += 1
-            if expected <= seen.keys() and expected <= located.keys():
+            if expected <= seen.keys() and expected <= located.keys() and billed == expected_billed:
                 done.set()
     finally:
         await consumer.stop()
@@ -149,28 +171,47 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     # The outputs too, before anything reads them (a broker that creates topics on first use
     # would otherwise pick its own partition count).
     partitions = LAYOUT["shop-orders"]
-    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT, LOCATED)]
+    outputs = [TopicSpec(t, partitions) for t in ("shop-paid", OUTPUT, LOCATED, BILLED)]
+    compacted = {"cleanup.policy": "compact"}
     await ensure_topics(
         connection_from_environment(bootstrap),
-        [*(TopicSpec(t, n) for t, n in LAYOUT.items()), *outputs],
+        [
+            *(TopicSpec(t, n) for t, n in LAYOUT.items()),
+            *(TopicSpec(t, n, compacted) for t, n in TABLES.items()),
+            *outputs,
+        ],
     )
-    console.print(render(describe_topology(compile_topology(joins, LAYOUT))))
+    console.print(render(describe_topology(compile_topology(joins, LAYOUT | TABLES))))
     events, expected = generate_shop(orders)
+    rows = generate_tables(events)
+    expected_billed: dict[str, Any] = expected_order_customers(rows)
     console.print(
         f"{orders} orders, {len(events) - orders} payments and shipments, {len(expected)} "
-        f"orders to ship, at ~{rate:,.0f} records/s (~{len(events) / rate:.0f} s)"
+        f"orders to ship, {len(rows)} order-book and customer updates, at ~{rate:,.0f} "
+        f"records/s (~{(len(events) + len(rows)) / rate:.0f} s)"
     )
+    events = sorted([*events, *rows], key=lambda e: e.timestamp_ms)
     await produce_countries(bootstrap)
     workers = [WorkerProcess(f"worker-{i}", bootstrap, work_dir, app_dir=HERE) for i in (1, 2, 3)]
     seen: Counter[str] = Counter()
     located: dict[str, str | None] = {}
+    billed: dict[str, Any] = {}
     done, stop = asyncio.Event(), asyncio.Event()
     try:
         for worker in workers[:2]:
             worker.start()
         console.print("started worker-1 and worker-2")
         reader = asyncio.create_task(
-            collect_output(bootstrap, expected, seen=seen, located=located, done=done, stop=stop)
+            collect_output(
+                bootstrap,
+                expected,
+                seen=seen,
+                located=located,
+                billed=billed,
+                expected_billed=expected_billed,
+                done=done,
+                stop=stop,
+            )
         )
         start = time.monotonic()
         producing = asyncio.create_task(produce_paced(bootstrap, events, rate))
@@ -192,8 +233,6 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     finally:
         for worker in workers:
             await asyncio.to_thread(worker.stop)
-    present = len(expected & seen.keys())
-    duplicates = sum(n - 1 for n in seen.values() if n > 1)
     console.print(f"output: {sum(seen.values())} shipped orders in {finished - start:.1f} s")
 
     def total(name: str) -> float:
@@ -204,24 +243,53 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         f"{total('late_dropped_total'):,.0f} dropped as late, "
         f"{total('dead_letters_total'):,.0f} dead letters"
     )
-    regions = {o.order_id: COUNTRIES.get(o.country) for o in events if isinstance(o, Order)}
-    wrong = sum(1 for order, region in located.items() if regions.get(order, "?") != region)
-    ok = present == len(expected) and not seen.keys() - expected
-    ok = ok and located.keys() == expected and not wrong
+    ok = verify(
+        events,
+        expected,
+        seen=seen,
+        located=located,
+        billed=billed,
+        expected_billed=expected_billed,
+    )
     if not ok:
         for worker in workers:
             console.print(f"[dim]--- {worker.name} log tail ---\n{worker.log_tail()}[/]")
+    return ok
+
+
+def verify(
+    events: list[Event],
+    expected: set[str],
+    *,
+    seen: Counter[str],
+    located: dict[str, str | None],
+    billed: dict[str, Any],
+    expected_billed: dict[str, Any],
+) -> bool:
+    """Print the verification lines (the last one `joined: ...`); whether all of them hold."""
+    regions = {o.order_id: COUNTRIES.get(o.country) for o in events if isinstance(o, Order)}
+    wrong = sum(1 for order, region in located.items() if regions.get(order, "?") != region)
     present_located = len(expected & located.keys())
     console.print(f"located: expected={len(expected)} present={present_located} wrong={wrong}")
+    bills = {order: bill for order, bill in billed.items() if bill is not None}
+    present_billed = len(bills.keys() & expected_billed.keys())
+    wrong_billed = sum(1 for order, bill in bills.items() if expected_billed.get(order) != bill)
+    console.print(
+        f"customers: expected={len(expected_billed)} present={present_billed} wrong={wrong_billed}"
+    )
+    present = len(expected & seen.keys())
+    duplicates = sum(n - 1 for n in seen.values() if n > 1)
     console.print(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
-    return ok
+    ok = present == len(expected) and not seen.keys() - expected
+    ok = ok and located.keys() == expected and not wrong
+    return ok and present_billed == len(expected_billed) and not wrong_billed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this Kafka broker instead of starting one")
     parser.add_argument("--orders", type=int, default=12_000)
-    parser.add_argument("--rate", type=float, default=700, help="records per second")
+    parser.add_argument("--rate", type=float, default=950, help="records per second")
     args = parser.parse_args()
     with ExitStack() as stack:
         bootstrap = args.bootstrap

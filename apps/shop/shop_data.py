@@ -1,13 +1,15 @@
 """The shop demo's records and traffic: orders, payments (some declined, then retried) and
 shipments, each keyed by its own id, so the joins must re-key payments and shipments by order;
-and the countries of the global table that orders are located with."""
+the countries of the global table that orders are located with; and the two tables of the
+foreign-key join, the order book (order id -> order) and the customers (customer id ->
+customer), with updates."""
 
 from __future__ import annotations
 
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 ORDER_EVERY_MS = 20
 """Event time between two orders."""
@@ -43,6 +45,23 @@ class Order:
 
 
 @dataclass(frozen=True, slots=True)
+class Customer:
+    customer_id: str
+    name: str
+    tier: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """An update of a table topic: `value` under `key` (the order book or the customers)."""
+
+    topic: str
+    key: str
+    value: Order | Customer
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Payment:
     payment_id: str
     order_id: str
@@ -58,18 +77,74 @@ class Shipment:
     timestamp_ms: int
 
 
-Event = Order | Payment | Shipment
+Event = Order | Payment | Shipment | Row
+
+ORDER_BOOK = "shop-order-book"
+CUSTOMERS = "shop-customers"
+CUSTOMER_IDS = 500
+"""Orders name customers c0..c499; the table holds all but the last 20 (a left join emits
+their orders with no name)."""
+TIERS = ["bronze", "silver", "gold"]
 
 
 def key_of(record: Event) -> str:
     """Each record is keyed by its own id on its topic (not by the order it belongs to)."""
     if isinstance(record, Order):
         return record.order_id
+    if isinstance(record, Row):
+        return record.key
     return record.payment_id if isinstance(record, Payment) else record.shipment_id
 
 
-def encode(record: Event) -> bytes:
-    return json.dumps(asdict(record), separators=(",", ":")).encode()
+def encode(record: Event | Country) -> bytes:
+    value = record.value if isinstance(record, Row) else record
+    return json.dumps(asdict(value), separators=(",", ":")).encode()
+
+
+def generate_tables(events: list[Event], seed: int = 213) -> list[Row]:
+    """The foreign-key join's table updates, in time order: every customer before the first
+    order, every order into the order book at its own time; then 1 order in 40 moved to another
+    customer (a foreign-key change) and 1 customer in 8 changing tier (reaching all its
+    orders), within a minute of event time."""
+    rng = random.Random(seed)
+    orders = [e for e in events if isinstance(e, Order)]
+    start, end = orders[0].timestamp_ms, orders[-1].timestamp_ms
+    rows = [
+        Row(CUSTOMERS, f"c{n}", Customer(f"c{n}", f"customer {n}", TIERS[n % 3]), start - 1)
+        for n in range(CUSTOMER_IDS - 20)
+    ]
+    for order in orders:
+        rows.append(Row(ORDER_BOOK, order.order_id, order, order.timestamp_ms))
+        if rng.random() < 1 / 40:
+            moved = replace(order, customer=f"c{rng.randrange(CUSTOMER_IDS)}")
+            at = min(order.timestamp_ms + rng.randrange(1_000, 60_000), end)
+            rows.append(Row(ORDER_BOOK, order.order_id, moved, at))
+    for n in range(0, CUSTOMER_IDS - 20, 8):
+        upgraded = Customer(f"c{n}", f"customer {n}", TIERS[(n + 1) % 3])
+        rows.append(Row(CUSTOMERS, f"c{n}", upgraded, rng.randrange(start, end)))
+    rows.sort(key=lambda r: r.timestamp_ms)
+    return rows
+
+
+def expected_order_customers(rows: list[Row]) -> dict[str, dict[str, str | None]]:
+    """The left join of the final tables: order id -> the output value of the app's `bill`."""
+    book: dict[str, Order] = {}
+    customers: dict[str, Customer] = {}
+    for row in rows:
+        if isinstance(row.value, Order):
+            book[row.key] = row.value
+        else:
+            customers[row.key] = row.value
+    out: dict[str, dict[str, str | None]] = {}
+    for order_id, order in book.items():
+        customer = customers.get(order.customer)
+        out[order_id] = {
+            "order_id": order_id,
+            "customer": order.customer,
+            "name": customer.name if customer else None,
+            "tier": customer.tier if customer else None,
+        }
+    return out
 
 
 def generate_shop(orders: int, seed: int = 18) -> tuple[list[Event], set[str]]:
