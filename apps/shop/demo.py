@@ -243,7 +243,7 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
         f"{total('late_dropped_total'):,.0f} dropped as late, "
         f"{total('dead_letters_total'):,.0f} dead letters"
     )
-    ok = verify(
+    ok, lines = verify(
         events,
         expected,
         seen=seen,
@@ -254,6 +254,8 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
     if not ok:
         for worker in workers:
             console.print(f"[dim]--- {worker.name} log tail ---\n{worker.log_tail()}[/]")
+    for line in lines:
+        console.print(line)
     return ok
 
 
@@ -265,24 +267,25 @@ def verify(
     located: dict[str, str | None],
     billed: dict[str, Any],
     expected_billed: dict[str, Any],
-) -> bool:
-    """Print the verification lines (the last one `joined: ...`); whether all of them hold."""
+) -> tuple[bool, list[str]]:
+    """Whether the outputs are those expected, and the verification lines that say so (the last
+    one `joined: ...`)."""
     regions = {o.order_id: COUNTRIES.get(o.country) for o in events if isinstance(o, Order)}
     wrong = sum(1 for order, region in located.items() if regions.get(order, "?") != region)
     present_located = len(expected & located.keys())
-    console.print(f"located: expected={len(expected)} present={present_located} wrong={wrong}")
+    lines = [f"located: expected={len(expected)} present={present_located} wrong={wrong}"]
     bills = {order: bill for order, bill in billed.items() if bill is not None}
     present_billed = len(bills.keys() & expected_billed.keys())
     wrong_billed = sum(1 for order, bill in bills.items() if expected_billed.get(order) != bill)
-    console.print(
+    lines.append(
         f"customers: expected={len(expected_billed)} present={present_billed} wrong={wrong_billed}"
     )
     present = len(expected & seen.keys())
     duplicates = sum(n - 1 for n in seen.values() if n > 1)
-    console.print(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
+    lines.append(f"joined: expected={len(expected)} present={present} duplicates={duplicates}")
     ok = present == len(expected) and not seen.keys() - expected
     ok = ok and located.keys() == expected and not wrong
-    return ok and present_billed == len(expected_billed) and not wrong_billed
+    return ok and present_billed == len(expected_billed) and not wrong_billed, lines
 
 
 def main() -> None:
