@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-__all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "spark_session")
+__all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "is_local", "spark_session")
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
 """Applied when the master is local[...]; a cluster keeps its own settings."""
 
 
-def _is_local(master: str) -> bool:
+def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
@@ -51,7 +51,7 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings: dict[str, str] = {"spark.sql.session.timeZone": "UTC", "spark.log.level": "WARN"}
-    if _is_local(master):
+    if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         scratch = tempfile.mkdtemp(prefix="streamjoin-spark-")
         settings.update(LOCAL_DEFAULTS)
