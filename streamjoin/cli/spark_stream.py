@@ -47,8 +47,8 @@ class KafkaSource(StrEnum):
 def _progress_line(progress: BatchProgress) -> str:
     line = (
         f"batch {progress.batch_id}: {progress.input_rows} rows, "
-        f"input {progress.input_rows_per_s:,.0f} rows/s, "
-        f"processed {progress.processed_rows_per_s:,.0f} rows/s, "
+        f"input {progress.input_rows_per_s:,.1f} rows/s, "
+        f"processed {progress.processed_rows_per_s:,.1f} rows/s, "
         f"watermark {progress.watermark or '-'}, state {progress.state_rows} rows"
     )
     return line + (f", late {progress.late_rows}" if progress.late_rows else "")
@@ -125,7 +125,7 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
         fail("give exactly one output: --output PATH or --into-topic")
     from streamjoin.spark import connector, session, stream_run, streaming  # noqa: PLC0415
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     loaded, spec = load_join(app, app_dir, join)
     with reported(f"spark-stream of join {join!r}"):
         streaming.streamable(spec)

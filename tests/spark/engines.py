@@ -259,3 +259,45 @@ async def run_worker(bootstrap: str, suffix: str, tmp: Path) -> WorkerRun:
     finally:
         code = stop_worker(worker)
     return WorkerRun(suffix, bootstrap, written, code, log_tail(log))
+
+
+def parquet_results(spark: SparkSession, join: str, path: str) -> Results:
+    """The records of a Parquet output (backfill's or spark-stream's layout) as results."""
+    return by_join(
+        result_of(
+            join,
+            row["key"],
+            row["value"],
+            row["timestamp"],
+            {h["key"]: bytes(h["value"]) for h in row["headers"]},
+        )
+        for row in spark.read.parquet(path).collect()
+    ).get(join, Counter())
+
+
+def run_spark_stream(
+    spark: SparkSession, bootstrap: str, suffix: str, tmp: Path, *, official: bool
+) -> dict[str, Results]:
+    """Every case's join as a streaming query with the AvailableNow trigger, all at once (the
+    inputs must be in the topics): the function joiners produce to their output topics, the
+    field mappings write Parquet."""
+    from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
+
+    app = build_app(suffix)
+    source = StreamSource(bootstrap, official=official)
+    queries, parquet = [], {}
+    for spec in app.joins:
+        output = str(tmp / spec.name) if spec.name.endswith("_map") else None
+        if output is not None:
+            parquet[spec.name] = output
+        target = StreamTarget(str(tmp / f"{spec.name}.checkpoint"), output)
+        queries.append(start_stream(spark, spec, source, target, Trigger(available_now=True)))
+    for query in queries:
+        query.awaitTermination()
+        failure = query.exception()
+        assert failure is None, failure
+    produced = sum(c.total() for name, c in run_driver(app, suffix).items() if name not in parquet)
+    found = asyncio.run(read_outputs(bootstrap, suffix, produced, within_s=60))
+    results = {name: found[name] for name in found if name not in parquet}
+    results.update({name: parquet_results(spark, name, path) for name, path in parquet.items()})
+    return results
