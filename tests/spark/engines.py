@@ -276,28 +276,45 @@ def parquet_results(spark: SparkSession, join: str, path: str) -> Results:
 
 
 def run_spark_stream(
-    spark: SparkSession, bootstrap: str, suffix: str, tmp: Path, *, official: bool
+    spark: SparkSession,
+    bootstrap: str,
+    suffix: str,
+    tmp: Path,
+    *,
+    official: bool,
+    joiners: Iterable[str] = JOINERS,
+    parallel: int = 4,
 ) -> dict[str, Results]:
-    """Every case's join as a streaming query with the AvailableNow trigger, all at once (the
-    inputs must be in the topics): the function joiners produce to their output topics, the
-    field mappings write Parquet."""
+    """Every case's join (with `joiners`) as a streaming query with the AvailableNow trigger,
+    `parallel` at a time (each Python source has a Python process of its own, which must start
+    in time); the inputs must be in the topics. The function joiners produce to their output
+    topics, the field mappings write Parquet."""
     from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
 
     app = build_app(suffix)
     source = StreamSource(bootstrap, official=official)
-    queries, parquet = [], {}
-    for spec in app.joins:
-        output = str(tmp / spec.name) if spec.name.endswith("_map") else None
-        if output is not None:
-            parquet[spec.name] = output
-        target = StreamTarget(str(tmp / f"{spec.name}.checkpoint"), output)
-        queries.append(start_stream(spark, spec, source, target, Trigger(available_now=True)))
-    for query in queries:
-        query.awaitTermination()
-        failure = query.exception()
-        assert failure is None, failure
-    produced = sum(c.total() for name, c in run_driver(app, suffix).items() if name not in parquet)
-    found = asyncio.run(read_outputs(bootstrap, suffix, produced, within_s=60))
-    results = {name: found[name] for name in found if name not in parquet}
-    results.update({name: parquet_results(spark, name, path) for name, path in parquet.items()})
+    specs = [spec for spec in app.joins if spec.name.rsplit("_", 1)[1] in set(joiners)]
+    parquet = {s.name: str(tmp / s.name) for s in specs if s.name.endswith("_map")}
+    for first in range(0, len(specs), parallel):
+        queries = [
+            start_stream(
+                spark,
+                spec,
+                source,
+                StreamTarget(str(tmp / f"{spec.name}.checkpoint"), parquet.get(spec.name)),
+                Trigger(available_now=True),
+            )
+            for spec in specs[first : first + parallel]
+        ]
+        for query in queries:
+            query.awaitTermination()
+            failure = query.exception()
+            assert failure is None, failure
+    results = {name: parquet_results(spark, name, path) for name, path in parquet.items()}
+    to_topics = {s.name for s in specs} - set(parquet)
+    if to_topics:
+        expected = run_driver(app, suffix)
+        want = sum(expected[name].total() for name in to_topics)
+        found = asyncio.run(read_outputs(bootstrap, suffix, want, within_s=60))
+        results.update({name: found.get(name, Counter()) for name in to_topics})
     return results
