@@ -3,8 +3,9 @@
 Without them a local run breaks in ways far from their cause: Python workers start the system
 Python (without pyarrow) unless PYSPARK_PYTHON is this interpreter; the driver binds to whatever
 the host name resolves to unless told to use the loopback; 200 shuffle partitions make small
-jobs slow. `spark.jars.packages` is never set: without Maven access the JVM dies before a
-session exists.
+jobs slow. `spark.jars.packages` is not set for local runs (without Maven access the JVM dies
+before a session exists): spark-stream hands Spark's Kafka connector over as cached jars
+(`connector.py`) and names the package only for a cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
+    # A Python worker (a UDF's, a Python data source's) that takes longer than this to start and
+    # connect back fails the job: 15 s by default, exceeded on a busy machine.
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 """Applied when the master is local[...]; a cluster keeps its own settings."""
 

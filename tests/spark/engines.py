@@ -283,7 +283,7 @@ def run_spark_stream(
     *,
     official: bool,
     joiners: Iterable[str] = JOINERS,
-    parallel: int = 4,
+    parallel: int = 2,
 ) -> dict[str, Results]:
     """Every case's join (with `joiners`) as a streaming query with the AvailableNow trigger,
     `parallel` at a time (each Python source has a Python process of its own, which must start

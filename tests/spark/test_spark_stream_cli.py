@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 from aiokafka import AIOKafkaProducer
 from typer.testing import CliRunner
@@ -92,15 +93,13 @@ def _run(tmp: Path, bootstrap: str, *extra: str) -> subprocess.CompletedProcess[
 
 
 def _written(tmp: Path) -> list[int]:
-    """The left ids in the Parquet output, as Spark's file sink committed them."""
-    import pyarrow.dataset as ds
-
-    committed: list[str] = []
-    for log in sorted((tmp / "out" / "_spark_metadata").iterdir(), key=lambda p: p.name):
+    """The left ids in the Parquet output, as Spark's file sink committed them (its log names
+    each file once per batch log and again in each compacted log)."""
+    committed: set[str] = set()
+    for log in (tmp / "out" / "_spark_metadata").iterdir():
         for line in log.read_text().splitlines()[1:]:
-            committed.append(json.loads(line)["path"].removeprefix("file://"))
-    table = ds.dataset(committed, format="parquet").to_table() if committed else None
-    rows = table.to_pylist() if table is not None else []
+            committed.add(json.loads(line)["path"].removeprefix("file://"))
+    rows = ds.dataset(sorted(committed), format="parquet").to_table().to_pylist()
     return sorted(json.loads(row["value"])["l"] for row in rows)
 
 
