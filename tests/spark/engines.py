@@ -283,11 +283,12 @@ def run_spark_stream(
     *,
     official: bool,
     joiners: Iterable[str] = JOINERS,
-    parallel: int = 2,
+    parallel: int = 1,
 ) -> dict[str, Results]:
     """Every case's join (with `joiners`) as a streaming query with the AvailableNow trigger,
-    `parallel` at a time (each Python source has a Python process of its own, which must start
-    in time); the inputs must be in the topics. The function joiners produce to their output
+    `parallel` at a time (each Python source runs a Python process of its own, which must
+    connect back to Spark within 10 s: several starting at once on a busy machine miss that);
+    the inputs must be in the topics. The function joiners produce to their output
     topics, the field mappings write Parquet."""
     from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
 
