@@ -97,6 +97,8 @@ def _written(tmp: Path) -> list[int]:
     each file once per batch log and again in each compacted log)."""
     committed: set[str] = set()
     for log in (tmp / "out" / "_spark_metadata").iterdir():
+        if not log.name[0].isdigit():  # .N.crc: the file system's checksums
+            continue
         for line in log.read_text().splitlines()[1:]:
             committed.add(json.loads(line)["path"].removeprefix("file://"))
     rows = ds.dataset(sorted(committed), format="parquet").to_table().to_pylist()
