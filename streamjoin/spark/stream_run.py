@@ -48,9 +48,18 @@ def batch_progress(report: Mapping[str, Any]) -> BatchProgress:
     )
 
 
+def _last_batch(query: StreamingQuery) -> int:
+    return max((int(p["batchId"]) for p in query.recentProgress), default=-1)
+
+
 def _wait_for_batch_end(query: StreamingQuery) -> None:
+    """Until the micro-batch running now has committed (or none runs). The next one may have
+    started by then: stopping interrupts it before it commits, and a restart redoes it."""
+    done = _last_batch(query)
     deadline = time.monotonic() + _FINISH_BATCH_S
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+    while query.isActive and time.monotonic() < deadline:
+        if not query.status.get("isTriggerActive") or _last_batch(query) > done:
+            return
         time.sleep(0.1)
 
 
