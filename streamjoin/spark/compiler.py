@@ -45,8 +45,12 @@ for the side a non-match lacks)."""
 
 
 def _side(frame: DataFrame, prefix: str, watermark_ms: int | None) -> DataFrame:
+    # Spark's streaming join finds null keys equal (its state is a hash table on the key), so
+    # a null key is matched as a key of its own that nothing on the other side has.
+    alone = sf.concat(sf.lit(f"\x00{prefix}:").cast("binary"), source_id(frame).cast("binary"))
     side = frame.where(sf.col("value").isNotNull()).select(
         sf.col("key").alias(f"{prefix}_key"),
+        sf.coalesce(sf.col("key"), alone).alias(f"{prefix}_match"),
         sf.col("value").alias(f"{prefix}_value"),
         sf.col("timestamp").alias(f"{prefix}_ts"),
         sf.col("partition").alias(f"{prefix}_partition"),
@@ -93,7 +97,7 @@ def join_records(
             rhs["r_ts"] <= lhs["l_ts"] + sf.lit(window.after_ms)
         )
     condition = (
-        (lhs["l_key"] == rhs["r_key"]) & (lhs["l_partition"] == rhs["r_partition"]) & in_window
+        (lhs["l_match"] == rhs["r_match"]) & (lhs["l_partition"] == rhs["r_partition"]) & in_window
     )
     joined = lhs.join(rhs, condition, _SPARK_HOW[spec.how])
     return joined.select(
