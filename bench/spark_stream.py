@@ -59,10 +59,12 @@ def spark_legs(
             query.awaitTermination()
             stream_s = time.monotonic() - t0
         batches = len(query.recentProgress)
+        read = sum(int(p["numInputRows"]) for p in query.recentProgress)
         stream_count = spark.read.parquet(f"{out}/stream").count()
         print(
             f"stream  {stream_count:>9} joined in {stream_s:6.1f} s  "
             f"{2 * records / stream_s:>9,.0f} input records/s  ({batches} micro-batches, "
+            f"{read} rows read, "
             f"{'connector' if official else 'python'} source)  "
             f"peak RSS {stream_peak[0] / 2**20:,.0f} MiB"
         )
