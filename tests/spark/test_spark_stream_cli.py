@@ -1,6 +1,7 @@
-"""`streamjoin spark-stream` as a user runs it, over one checkpoint: a run with --available-now,
-new records, a running query stopped by SIGTERM, more records, a last run: every result is in
-the Parquet output exactly once. And the one-line refusals."""
+"""`streamjoin spark-stream` as a user runs it (Spark's Kafka connector, the default), over one
+checkpoint: a run with --available-now, new records, a running query stopped by SIGTERM, more
+records, a last run: every result is in the Parquet output exactly once. And the one-line
+refusals."""
 
 from __future__ import annotations
 
@@ -79,8 +80,6 @@ def _command(tmp: Path, bootstrap: str, *extra: str) -> list[str]:
         str(tmp / "checkpoint"),
         "--output",
         str(tmp / "out"),
-        "--kafka-source",
-        "python",
         "--master",
         "local[2]",
         *extra,
