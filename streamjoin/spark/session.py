@@ -35,9 +35,6 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
-    # A Python worker (a UDF's, a Python data source's) that takes longer than this to start and
-    # connect back fails the job: 15 s by default, exceeded on a busy machine.
-    "spark.python.authenticate.socketTimeout": "120s",
 }
 """Applied when the master is local[...]; a cluster keeps its own settings."""
 
