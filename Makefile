@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars
 
 $(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -27,7 +27,12 @@ demo-shop: $(STAMP)
 kafka-jars: $(STAMP)
 	@$(BIN)/python -c 'from streamjoin.broker.kafka_jars import main; main()'
 
-test: $(STAMP) kafka-jars
+# Spark's Kafka connector for the installed PySpark (streamjoin/spark/maven/pom.xml), fetched once
+# by Maven into ~/.cache/streamjoin/ for `streamjoin spark-stream --kafka-source kafka`.
+spark-kafka-jars: $(STAMP)
+	@$(BIN)/python -c 'from streamjoin.spark.connector import main; main()'
+
+test: $(STAMP) kafka-jars spark-kafka-jars
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

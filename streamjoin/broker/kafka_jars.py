@@ -14,11 +14,17 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 
 from streamjoin.broker.errors import BrokerBinaryMissing, BrokerError
+from streamjoin.maven_jars import (
+    MavenFailed,
+    MavenMissing,
+    cache_dir,
+    copy_dependencies,
+    is_complete,
+)
 
 __all__ = (
     "KAFKA_POM",
@@ -32,7 +38,6 @@ __all__ = (
 KAFKA_POM = Path(__file__).resolve().parent / "maven" / "pom.xml"
 """The Maven file that pins the Apache Kafka release."""
 
-_COMPLETE = ".complete"
 _JAVA_MIN = 17
 _FETCH_HINT = "make kafka-jars"
 
@@ -48,14 +53,13 @@ def kafka_version() -> str:
 
 def kafka_jars_dir() -> Path:
     """Where the pinned release's jars live: $XDG_CACHE_HOME (or ~/.cache)/streamjoin/kafka-V/."""
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "streamjoin" / f"kafka-{kafka_version()}"
+    return cache_dir(f"kafka-{kafka_version()}")
 
 
 def kafka_classpath() -> str:
     """The JVM classpath of the fetched jars; says what to run when they are missing."""
     jars = kafka_jars_dir()
-    if not (jars / _COMPLETE).is_file():
+    if not is_complete(jars):
         raise BrokerBinaryMissing(
             f"Apache Kafka {kafka_version()}'s jars are not in {jars}: run {_FETCH_HINT} "
             "(needs Maven once)"
@@ -90,34 +94,13 @@ def find_java() -> str:
 
 def fetch_kafka_jars(*, quiet: bool = True) -> Path:
     """Have Maven copy the pinned release's jars into the cache, once; returns the directory."""
-    target = kafka_jars_dir()
-    if (target / _COMPLETE).is_file():
-        return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise BrokerBinaryMissing(
-            f"fetching Apache Kafka {kafka_version()}'s jars needs Maven once: "
-            "install it (e.g. apt-get install maven) and run make kafka-jars"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    command = [mvn, "-B", "--strict-checksums", "-f", str(KAFKA_POM)]
-    command += ["-q"] if quiet else []
-    command += ["dependency:copy-dependencies", f"-DoutputDirectory={staging}"]
+    what = f"Apache Kafka {kafka_version()}'s jars"
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            last = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            raise BrokerError(
-                f"Maven could not fetch Apache Kafka {kafka_version()}'s jars "
-                f"(exit {done.returncode}): " + " | ".join(last)
-            )
-        (staging / _COMPLETE).write_text(f"kafka {kafka_version()}\n")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+        return copy_dependencies(KAFKA_POM, kafka_jars_dir(), what, quiet=quiet)
+    except MavenMissing as exc:
+        raise BrokerBinaryMissing(f"{exc} and run {_FETCH_HINT}") from None
+    except MavenFailed as exc:
+        raise BrokerError(str(exc)) from None
 
 
 def main() -> None:

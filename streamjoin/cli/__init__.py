@@ -41,6 +41,7 @@ _COMMAND_MODULES = (
     "backfill",
     "audit",
     "archive",
+    "spark_stream",
     "describe",
     "query",
 )

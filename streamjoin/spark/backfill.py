@@ -26,7 +26,7 @@ from streamjoin.spark.kafka_io import write_topic
 from streamjoin.spark.offsets import OffsetRange, run_sync
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 
-__all__ = ("BackfillJob", "OutputTarget", "backfill", "write_output")
+__all__ = ("BackfillJob", "OutputTarget", "backfill", "ensure_output_topic", "write_output")
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +93,11 @@ def backfill(
     return BackfillJob(records, left, left_ranges)
 
 
-async def _output_topic(bootstrap: KafkaTarget, topic: str, partitions: Callable[[], int]) -> None:
-    """Create `topic` when it does not exist (an existing one is used as it is)."""
+async def ensure_output_topic(
+    bootstrap: KafkaTarget, topic: str, partitions: Callable[[], int]
+) -> None:
+    """Create `topic` with `partitions()` partitions when it does not exist (an existing one is
+    used as it is)."""
     async with open_admin(bootstrap) as admin:
         existing = await partition_counts(admin)
     if topic not in existing:
@@ -114,5 +117,5 @@ def write_output(job: BackfillJob, target: OutputTarget, spec: JoinSpec) -> None
     bootstrap, topic = target.bootstrap, target.topic
     partitions = spec.into.partitions
     count = (lambda: partitions) if partitions else job.input_partitions
-    run_sync(lambda: _output_topic(bootstrap, topic, count))
+    run_sync(lambda: ensure_output_topic(bootstrap, topic, count))
     write_topic(records, bootstrap, topic)

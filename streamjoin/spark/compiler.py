@@ -8,11 +8,17 @@ Null keys never match (left and outer joins emit them as non-matches); null valu
 as the streaming join skips them. The result is the *final* answer, as if grace were infinite,
 unless `drop_late` removes the records the streaming job would have dropped as late (see
 `stream_time.py`).
+
+Over streaming inputs (`streaming=True`) it is Spark's stream-stream join: each input gets an
+event-time column with a watermark as far behind as its records may still find partners (the
+window's reach on the other side, plus grace), and the window becomes a time-range condition
+on those columns, so Spark drops records behind the watermark, emits a left/outer non-match once
+the watermark has passed its window, and evicts state as the workers' windows close.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from streamjoin.dsl.spec import JoinSpec
@@ -38,20 +44,38 @@ would produce it, and both sides' provenance ("topic:partition:offset") and valu
 for the side a non-match lacks)."""
 
 
-def _side(frame: DataFrame, prefix: str) -> DataFrame:
-    return frame.where(sf.col("value").isNotNull()).select(
+def _side(frame: DataFrame, prefix: str, watermark_ms: int | None) -> DataFrame:
+    # Spark's streaming join finds null keys equal (its state is a hash table on the key), so
+    # a null key is matched as a key of its own that nothing on the other side has.
+    alone = sf.concat(sf.lit(f"\x00{prefix}:").cast("binary"), source_id(frame).cast("binary"))
+    side = frame.where(sf.col("value").isNotNull()).select(
         sf.col("key").alias(f"{prefix}_key"),
+        sf.coalesce(sf.col("key"), alone).alias(f"{prefix}_match"),
         sf.col("value").alias(f"{prefix}_value"),
         sf.col("timestamp").alias(f"{prefix}_ts"),
         sf.col("partition").alias(f"{prefix}_partition"),
         source_id(frame).alias(f"{prefix}_source"),
+        sf.timestamp_millis("timestamp").alias(f"{prefix}_time"),
     )
+    if watermark_ms is None:
+        return side
+    return side.withWatermark(f"{prefix}_time", f"{watermark_ms} milliseconds")
+
+
+def _interval(ms: int) -> Column:
+    return sf.expr(f"INTERVAL {ms} MILLISECONDS")
 
 
 def join_records(
-    spec: JoinSpec, left: DataFrame, right: DataFrame, *, drop_late: bool = False
+    spec: JoinSpec,
+    left: DataFrame,
+    right: DataFrame,
+    *,
+    drop_late: bool = False,
+    streaming: bool = False,
 ) -> DataFrame:
-    """JOINED_COLUMNS rows of `spec` over the records (RECORD_SCHEMA) of its two topics."""
+    """JOINED_COLUMNS rows of `spec` over the records (RECORD_SCHEMA) of its two topics, as a
+    batch join, or over streaming inputs as Spark's stream-stream join."""
     window = spec.window
     if spec.is_stream_table or window is None:
         raise ConfigurationError(
@@ -61,12 +85,19 @@ def join_records(
     if drop_late:
         left, right = with_lateness(spec, left, right)
         left, right = left.where(~sf.col("late")), right.where(~sf.col("late"))
-    lhs, rhs = _side(left, "l"), _side(right, "r")
+    grace = window.grace_ms
+    lhs = _side(left, "l", window.after_ms + grace if streaming else None)
+    rhs = _side(right, "r", window.before_ms + grace if streaming else None)
+    if streaming:
+        in_window = (rhs["r_time"] >= lhs["l_time"] - _interval(window.before_ms)) & (
+            rhs["r_time"] <= lhs["l_time"] + _interval(window.after_ms)
+        )
+    else:
+        in_window = (rhs["r_ts"] >= lhs["l_ts"] - sf.lit(window.before_ms)) & (
+            rhs["r_ts"] <= lhs["l_ts"] + sf.lit(window.after_ms)
+        )
     condition = (
-        (lhs["l_key"] == rhs["r_key"])
-        & (lhs["l_partition"] == rhs["r_partition"])
-        & (rhs["r_ts"] >= lhs["l_ts"] - sf.lit(window.before_ms))
-        & (rhs["r_ts"] <= lhs["l_ts"] + sf.lit(window.after_ms))
+        (lhs["l_match"] == rhs["r_match"]) & (lhs["l_partition"] == rhs["r_partition"]) & in_window
     )
     joined = lhs.join(rhs, condition, _SPARK_HOW[spec.how])
     return joined.select(

@@ -21,11 +21,17 @@ from pyspark.sql import functions as sf
 from streamjoin.kafka.client_properties import client_properties
 from streamjoin.kafka.connection import KafkaConnection, KafkaTarget, connect
 from streamjoin.kafka.security_shipping import ship
-from streamjoin.spark.kafka_source import KafkaDataSource
+from streamjoin.spark.kafka_stream import KafkaStreamDataSource
 from streamjoin.spark.offsets import OffsetRange, ranges_to_json
 from streamjoin.spark.records import OUTPUT_SCHEMA, RECORD_SCHEMA
 
-__all__ = ("official_connector_available", "read_ranges", "write_topic")
+__all__ = (
+    "connector_options",
+    "official_connector_available",
+    "read_ranges",
+    "read_stream",
+    "write_topic",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +63,11 @@ def _source_name(spark: SparkSession) -> str:
     """
     name = _SOURCE_NAMES.get(spark)
     if name is None:
-        name = f"{KafkaDataSource.name()}_{len(_SOURCE_NAMES)}_{id(spark):x}"
+        name = f"{KafkaStreamDataSource.name()}_{len(_SOURCE_NAMES)}_{id(spark):x}"
         source = type(
-            KafkaDataSource.__name__, (KafkaDataSource,), {"name": classmethod(lambda cls: name)}
+            KafkaStreamDataSource.__name__,
+            (KafkaStreamDataSource,),
+            {"name": classmethod(lambda cls: name)},
         )
         spark.dataSource.register(source)
         _SOURCE_NAMES[spark] = name
@@ -114,6 +122,62 @@ def read_ranges(
     return reader.load()
 
 
+def connector_options(kafka: KafkaConnection) -> dict[str, str]:
+    """How Spark's Kafka connector reaches the cluster (address, TLS and SASL): every `kafka.*`
+    client setting of the reads (batch and streaming) is made here."""
+    return {
+        "kafka.bootstrap.servers": kafka.bootstrap,
+        **{f"kafka.{k}": v for k, v in client_properties(kafka.security).items()},
+    }
+
+
+def _as_records(frame: DataFrame) -> DataFrame:
+    """The connector's rows in RECORD_SCHEMA (its timestamps are Spark timestamps)."""
+    return frame.select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        sf.unix_millis("timestamp").alias("timestamp"),
+        "headers",
+    )
+
+
+def read_stream(
+    spark: SparkSession,
+    bootstrap: KafkaTarget,
+    topic: str,
+    *,
+    official: bool,
+    max_records_per_batch: int | None = None,
+) -> DataFrame:
+    """`topic` as a streaming DataFrame of RECORD_SCHEMA rows from its earliest offsets, through
+    Spark's connector (`official`) or streamjoin's Python source; at most
+    `max_records_per_batch` records per micro-batch when given."""
+    kafka = connect(bootstrap)
+    if official:
+        reader = (
+            spark.readStream.format("kafka")
+            .options(**connector_options(kafka))
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("includeHeaders", "true")
+        )
+        if max_records_per_batch is not None:
+            reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
+        return _as_records(reader.load())
+    reader = (
+        spark.readStream.format(_source_name(spark))
+        .option("bootstrap", kafka.bootstrap)
+        .options(**ship(kafka.security))
+        .option("topics", topic)
+    )
+    if max_records_per_batch is not None:
+        reader = reader.option("max_records_per_batch", str(max_records_per_batch))
+    return reader.load()
+
+
 def _read_official(
     spark: SparkSession, kafka: KafkaConnection, ranges: Sequence[OffsetRange]
 ) -> DataFrame:
@@ -128,23 +192,14 @@ def _read_official(
     logger.info("reading %d partition ranges with Spark's Kafka connector", len(wanted))
     frame = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", kafka.bootstrap)
-        .options(**{f"kafka.{k}": v for k, v in client_properties(kafka.security).items()})
+        .options(**connector_options(kafka))
         .option("assign", json.dumps({t: [int(p) for p in ps] for t, ps in starts.items()}))
         .option("startingOffsets", json.dumps(starts))
         .option("endingOffsets", json.dumps(ends))
         .option("includeHeaders", "true")
         .load()
     )
-    return frame.select(
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        sf.unix_millis("timestamp").alias("timestamp"),
-        "headers",
-    )
+    return _as_records(frame)
 
 
 def write_topic(records: DataFrame, bootstrap: KafkaTarget, topic: str) -> None:

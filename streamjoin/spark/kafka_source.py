@@ -38,7 +38,7 @@ from streamjoin.kafka.security_shipping import unship
 from streamjoin.spark.offsets import OffsetRange, ranges_from_json
 from streamjoin.spark.records import RECORD_SCHEMA, arrow_batch
 
-__all__ = ("KafkaDataSource",)
+__all__ = ("KafkaDataSource", "RangePartition", "fetch_range", "source_option")
 
 _BATCH_RECORDS = 20_000
 _STALL_S = 30.0
@@ -46,13 +46,13 @@ _STALL_S = 30.0
 must exist: the end was the partition's high watermark)."""
 
 
-class _RangePartition(InputPartition):
+class RangePartition(InputPartition):
     def __init__(self, offset_range: OffsetRange) -> None:
         super().__init__(offset_range)
         self.range = offset_range
 
 
-def _option(options: Any, name: str) -> str:
+def source_option(options: Any, name: str) -> str:
     value = options.get(name)
     if not value:
         raise ConfigurationError(f"the streamjoin_kafka data source needs the option {name!r}")
@@ -61,25 +61,25 @@ def _option(options: Any, name: str) -> str:
 
 class _RangeReader(DataSourceReader):
     def __init__(self, options: Any) -> None:
-        self.kafka = KafkaConnection(_option(options, "bootstrap"), unship(options))
-        self.ranges = [r for r in ranges_from_json(_option(options, "ranges")) if r.size]
+        self.kafka = KafkaConnection(source_option(options, "bootstrap"), unship(options))
+        self.ranges = [r for r in ranges_from_json(source_option(options, "ranges")) if r.size]
         self.from_ms = int(options["from_ms"]) if options.get("from_ms") else None
         self.to_ms = int(options["to_ms"]) if options.get("to_ms") else None
 
     def partitions(self) -> list[InputPartition]:
-        return [_RangePartition(r) for r in self.ranges] or [InputPartition(None)]
+        return [RangePartition(r) for r in self.ranges] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, _RangePartition):
+        if not isinstance(partition, RangePartition):
             return
         loop = asyncio.new_event_loop()
         try:
-            yield from _fetch(loop, self.kafka, partition.range, self.from_ms, self.to_ms)
+            yield from fetch_range(loop, self.kafka, partition.range, self.from_ms, self.to_ms)
         finally:
             loop.close()
 
 
-def _fetch(
+def fetch_range(
     loop: asyncio.AbstractEventLoop,
     kafka: KafkaConnection,
     wanted: OffsetRange,
@@ -151,8 +151,8 @@ class _Written(WriterCommitMessage):
 
 class _TopicWriter(DataSourceArrowWriter):
     def __init__(self, options: Any) -> None:
-        self.kafka = KafkaConnection(_option(options, "bootstrap"), unship(options))
-        self.topic = _option(options, "topic")
+        self.kafka = KafkaConnection(source_option(options, "bootstrap"), unship(options))
+        self.topic = source_option(options, "topic")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
         loop = asyncio.new_event_loop()

@@ -32,6 +32,8 @@ class JoinOptions:
     skip_failures: bool = True
     """Drop results whose joiner or output serde fails (the worker dead-letters them) instead
     of failing the job."""
+    streaming: bool = False
+    """The inputs are streams: Spark's stream-stream join with watermarks (see compiler.py)."""
 
 
 def join_results(
@@ -46,7 +48,9 @@ def join_results(
     right = apply_steps(
         right, spec.right_steps, spec.right.value_serde, spec.right_value_serde, skip_failures=skip
     )
-    joined = join_records(spec, left, right, drop_late=options.drop_late)
+    joined = join_records(
+        spec, left, right, drop_late=options.drop_late, streaming=options.streaming
+    )
     # A field mapping reads the declared value types; after map_values it runs as Python.
     if isinstance(spec.joiner, FieldMapping) and not options.python_joiner and not spec.has_steps:
         return joined.withColumn("value", mapping_value(spec, spec.joiner))

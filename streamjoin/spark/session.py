@@ -3,8 +3,9 @@
 Without them a local run breaks in ways far from their cause: Python workers start the system
 Python (without pyarrow) unless PYSPARK_PYTHON is this interpreter; the driver binds to whatever
 the host name resolves to unless told to use the loopback; 200 shuffle partitions make small
-jobs slow. `spark.jars.packages` is never set: without Maven access the JVM dies before a
-session exists.
+jobs slow. `spark.jars.packages` is not set for local runs (without Maven access the JVM dies
+before a session exists): spark-stream hands Spark's Kafka connector over as cached jars
+(`connector.py`) and names the package only for a cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-__all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "spark_session")
+__all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "is_local", "spark_session")
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
 """Applied when the master is local[...]; a cluster keeps its own settings."""
 
 
-def _is_local(master: str) -> bool:
+def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
@@ -51,7 +52,7 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings: dict[str, str] = {"spark.sql.session.timeZone": "UTC", "spark.log.level": "WARN"}
-    if _is_local(master):
+    if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         scratch = tempfile.mkdtemp(prefix="streamjoin-spark-")
         settings.update(LOCAL_DEFAULTS)

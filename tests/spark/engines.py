@@ -259,3 +259,63 @@ async def run_worker(bootstrap: str, suffix: str, tmp: Path) -> WorkerRun:
     finally:
         code = stop_worker(worker)
     return WorkerRun(suffix, bootstrap, written, code, log_tail(log))
+
+
+def parquet_results(spark: SparkSession, join: str, path: str) -> Results:
+    """The records of a Parquet output (backfill's or spark-stream's layout) as results."""
+    return by_join(
+        result_of(
+            join,
+            row["key"],
+            row["value"],
+            row["timestamp"],
+            {h["key"]: bytes(h["value"]) for h in row["headers"]},
+        )
+        for row in spark.read.parquet(path).collect()
+    ).get(join, Counter())
+
+
+def run_spark_stream(
+    spark: SparkSession,
+    bootstrap: str,
+    suffix: str,
+    tmp: Path,
+    *,
+    official: bool,
+    joiners: Iterable[str] = JOINERS,
+    parallel: int = 1,
+) -> dict[str, Results]:
+    """Every case's join (with `joiners`) as a streaming query with the AvailableNow trigger,
+    `parallel` at a time (each Python source runs a Python process of its own, which must
+    connect back to Spark within 10 s: several starting at once on a busy machine miss that);
+    the inputs must be in the topics. The function joiners produce to their output
+    topics, the field mappings write Parquet."""
+    from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
+
+    app = build_app(suffix)
+    source = StreamSource(bootstrap, official=official)
+    specs = [spec for spec in app.joins if spec.name.rsplit("_", 1)[1] in set(joiners)]
+    parquet = {s.name: str(tmp / s.name) for s in specs if s.name.endswith("_map")}
+    for first in range(0, len(specs), parallel):
+        queries = [
+            start_stream(
+                spark,
+                spec,
+                source,
+                StreamTarget(str(tmp / f"{spec.name}.checkpoint"), parquet.get(spec.name)),
+                Trigger(available_now=True),
+            )
+            for spec in specs[first : first + parallel]
+        ]
+        for query in queries:
+            query.awaitTermination()
+            failure = query.exception()
+            assert failure is None, failure
+    results = {name: parquet_results(spark, name, path) for name, path in parquet.items()}
+    to_topics = {s.name for s in specs} - set(parquet)
+    if to_topics:
+        expected = run_driver(app, suffix)
+        want = sum(expected[name].total() for name in to_topics)
+        found = asyncio.run(read_outputs(bootstrap, suffix, want, within_s=60))
+        results.update({name: found.get(name, Counter()) for name in to_topics})
+    return results

@@ -1,5 +1,6 @@
 """The README's Spark commands on the demo app, as a user types them: a worker joins the demo's
-traffic, then `streamjoin backfill` and `streamjoin audit` run in apps/ads on the same topics.
+traffic, then `streamjoin backfill`, `streamjoin audit` and `streamjoin spark-stream` run in
+apps/ads on the same topics.
 
 The app module and its value types are shipped to Spark by value after their serdes were built
 (msgspec then caches its C type info on the dataclasses): this is the path that broke.
@@ -153,3 +154,29 @@ async def test_backfill_and_audit_of_the_demo_app_after_a_worker_joined_it(
     count = len(auctions)
     assert f"{count} expected, {count} written, {count} matched" in audit.stdout, audit.stdout
     assert audit.stdout.strip().endswith("OK"), audit.stdout
+
+    # The README's "Live joins on Spark": the same join as a streaming query, through Spark's
+    # Kafka connector. Matches come out as the worker wrote them; an impression without a click
+    # waits until the impressions' own watermark passes its window (only clicks close it here).
+    live = tmp_path / "live"
+    stream = _streamjoin(
+        "spark-stream",
+        "app:joins",
+        "--join",
+        "attribute",
+        "--bootstrap",
+        bootstrap,
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--output",
+        str(live),
+        "--available-now",
+    )
+    assert stream.returncode == 0, stream.stdout + stream.stderr
+    assert "batch 0: " in stream.stdout, stream.stdout
+    rows = [json.loads(row["value"]) for row in pq.read_table(live).to_pylist()]
+    streamed = {value["auction_id"]: value for value in rows if value["auction_id"] in auctions}
+    assert len([value for value in rows if value["auction_id"] in auctions]) == len(streamed)
+    clicked = {a: value for a, value in joined.items() if value["clicked"]}
+    assert {a: v for a, v in streamed.items() if v["clicked"]} == clicked
+    assert all(joined[a] == value for a, value in streamed.items())

@@ -1,0 +1,128 @@
+"""A join as a Spark Structured Streaming query: both topics read as streams, the same join and
+joiner as batch (pipeline.py) as Spark's stream-stream join, and the results written as Parquet
+with the layout of `backfill` (exactly once: Spark's file sink commits through the checkpoint) or
+produced to the join's output topic with the workers' headers (at least once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.connection import KafkaTarget
+from streamjoin.kafka.watermarks import topic_partitions
+from streamjoin.spark.backfill import ensure_output_topic
+from streamjoin.spark.kafka_io import read_stream, write_topic
+from streamjoin.spark.offsets import run_sync
+from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
+
+__all__ = ("StreamSource", "StreamTarget", "Trigger", "start_stream", "streamable")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSource:
+    """Where the inputs come from: Kafka at `bootstrap`, through Spark's own connector
+    (`official`) or streamjoin's Python source."""
+
+    bootstrap: KafkaTarget
+    official: bool
+    max_records_per_batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_records_per_batch is not None and self.max_records_per_batch < 1:
+            raise ConfigurationError(
+                f"--max-records-per-batch {self.max_records_per_batch}: give a positive number"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTarget:
+    """The checkpoint, and Parquet at `output` or else the join's output topic."""
+
+    checkpoint: str
+    output: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """AvailableNow (what is in the topics now, then stop), a fixed interval ("10 seconds"),
+    or the next micro-batch as soon as the last one ends."""
+
+    available_now: bool = False
+    interval: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.available_now and self.interval is not None:
+            raise ConfigurationError("give --available-now or --trigger-interval, not both")
+
+    def apply(self, writer: DataStreamWriter) -> DataStreamWriter:
+        if self.available_now:
+            return writer.trigger(availableNow=True)
+        if self.interval is not None:
+            return writer.trigger(processingTime=self.interval)
+        return writer
+
+
+def streamable(spec: JoinSpec) -> JoinSpec:
+    """`spec`, if Spark can run it as a stream; else a one-line reason naming what to use."""
+    if spec.is_stream_table or spec.window is None:
+        raise ConfigurationError(
+            f"join {spec.name!r} is a stream-table join, which Spark cannot run as a stream "
+            "(Spark joins a stream only with a static table): run it with `streamjoin worker`"
+        )
+    return spec
+
+
+def _records(
+    spark: SparkSession, spec: JoinSpec, source: StreamSource, skip_failures: bool
+) -> DataFrame:
+    options = JoinOptions(skip_failures=skip_failures, streaming=True)
+    left, right = (
+        read_stream(
+            spark,
+            source.bootstrap,
+            topic.name,
+            official=source.official,
+            max_records_per_batch=source.max_records_per_batch,
+        )
+        for topic in (spec.left, spec.right)
+    )
+    return output_records(join_results(spec, left, right, options))
+
+
+def _partitions(bootstrap: KafkaTarget, topic: str) -> int:
+    return len(run_sync(lambda: topic_partitions(bootstrap, [topic])))
+
+
+def start_stream(
+    spark: SparkSession,
+    spec: JoinSpec,
+    source: StreamSource,
+    target: StreamTarget,
+    trigger: Trigger,
+    *,
+    skip_failures: bool = True,
+) -> StreamingQuery:
+    """Start the query of `spec`; it continues from `target.checkpoint` when that exists."""
+    streamable(spec)
+    records = _records(spark, spec, source, skip_failures)
+    writer = records.writeStream.queryName(f"streamjoin_{spec.name}").option(
+        "checkpointLocation", target.checkpoint
+    )
+    writer = trigger.apply(writer.outputMode("append"))
+    if target.output is not None:
+        return writer.format("parquet").option("path", target.output).start()
+    bootstrap, topic = source.bootstrap, spec.into.name
+    partitions = spec.into.partitions
+    count = (lambda: partitions) if partitions else (lambda: _partitions(bootstrap, spec.left.name))
+    run_sync(lambda: ensure_output_topic(bootstrap, topic, count))
+
+    def produce(batch: DataFrame, _batch_id: int) -> None:
+        write_topic(batch, bootstrap, topic)
+
+    return writer.foreachBatch(produce).start()

@@ -1,0 +1,102 @@
+"""The shared join cases through `spark-stream`'s query (AvailableNow), from streamjoin's Python
+source on the test session and from Spark's Kafka connector in a session of its own: the same
+rows as the test driver (and so the worker), except where Spark's watermark differs. Function
+joiners produce to their output topics (as --into-topic), field mappings write Parquet (as
+--output).
+
+Spark advances its watermark between micro-batches, so records that arrive in one micro-batch
+are never late to each other: with every case in one batch, the "late" case gives the final
+answer (as Spark batch without --drop-late), not the worker's drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+from engines import Results, produce_cases, run_driver, run_spark, run_spark_stream
+from join_cases import CASES, JOINERS, build_app, join_name
+from pyspark.sql import SparkSession
+
+from streamjoin.broker import Broker
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.spark.pipeline import JoinOptions
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(600)]
+
+HERE = Path(__file__).resolve().parent
+
+
+async def _cases_in_topics(bootstrap: str, suffix: str) -> None:
+    app = build_app(suffix)
+    topics = {t for spec in app.joins for t in (*spec.input_topics, spec.into.name)}
+    await ensure_topics(bootstrap, [TopicSpec(t, 1) for t in sorted(topics)])
+    await produce_cases(bootstrap, suffix)
+
+
+def _expected(spark: SparkSession, suffix: str) -> dict[str, Results]:
+    """The driver's results, and for the late case the final answer (see the module's doc)."""
+    app = build_app(suffix)
+    expected = run_driver(app, suffix)
+    final = run_spark(spark, app, suffix, JoinOptions())
+    for joiner in JOINERS:
+        expected[join_name(CASES[5], joiner)] = final[join_name(CASES[5], joiner)]
+    return expected
+
+
+def _check(found: dict[str, Results], expected: dict[str, Results], joiners: Iterable[str]) -> None:
+    assert CASES[5].name == "late"
+    for case in CASES:
+        for joiner in joiners:
+            name = join_name(case, joiner)
+            assert found.get(name, Counter()) == expected[name], name
+
+
+def test_cases_through_the_python_source(
+    spark: SparkSession, broker: Broker, tmp_path: Path
+) -> None:
+    suffix = f"ss{uuid.uuid4().hex[:8]}"
+    asyncio.run(_cases_in_topics(broker.bootstrap, suffix))
+    found = run_spark_stream(spark, broker.bootstrap, suffix, tmp_path, official=False)
+    _check(found, _expected(spark, suffix), JOINERS)
+    late = found[join_name(CASES[5], "map")]
+    assert {(r[2], r[3]) for r in late} >= {("l1", "r-late"), ("l-late", None)}
+
+
+_CONNECTOR_RUN = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from engines import run_spark_stream
+from streamjoin.spark.connector import session_settings
+from streamjoin.spark.session import spark_session
+with spark_session("local[2]", session_settings("local[2]")) as spark:
+    found = run_spark_stream(
+        spark, sys.argv[2], sys.argv[3], Path(sys.argv[4]), official=True, joiners=["map"]
+    )
+print(json.dumps({name: [[row, n] for row, n in c.items()] for name, c in found.items()}))
+"""
+
+
+def test_cases_through_sparks_kafka_connector(
+    spark: SparkSession, broker: Broker, tmp_path: Path
+) -> None:
+    """In a process of its own: its session has the connector's jars, the test session not.
+    The field mappings only: the source is what differs from the Python source's run."""
+    suffix = f"sk{uuid.uuid4().hex[:8]}"
+    asyncio.run(_cases_in_topics(broker.bootstrap, suffix))
+    run = [str(HERE), broker.bootstrap, suffix, str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", _CONNECTOR_RUN, *run], capture_output=True, text=True, timeout=540
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    found = {name: Counter({tuple(row): n for row, n in rows}) for name, rows in printed.items()}
+    _check(found, _expected(spark, suffix), ["map"])

@@ -1,0 +1,77 @@
+"""The pure parts of `spark-stream`: how the Python source bounds a micro-batch, and the progress
+line read from Spark's progress report."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.cli.spark_stream import _interval, _progress_line
+from streamjoin.spark.kafka_stream import StreamOffsets, bounded_ends
+from streamjoin.spark.offsets import OffsetRange
+from streamjoin.spark.stream_run import batch_progress
+
+_bounds = st.lists(
+    st.tuples(st.integers(0, 50), st.integers(0, 200), st.integers(0, 60)),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _setup(
+    bounds: list[tuple[int, int, int]],
+) -> tuple[list[OffsetRange], StreamOffsets]:
+    """Partition p of "t": log start, high watermark, and where the last batch ended."""
+    available = [
+        OffsetRange("t", p, start, start + size) for p, (start, size, _) in enumerate(bounds)
+    ]
+    starts = {"t": {str(p): start + done for p, (start, _, done) in enumerate(bounds)}}
+    return available, starts
+
+
+@given(_bounds, st.integers(1, 300))
+def test_a_bounded_batch_takes_as_much_as_allowed_and_never_goes_back(
+    bounds: list[tuple[int, int, int]], max_records: int
+) -> None:
+    available, starts = _setup(bounds)
+    ends = bounded_ends(starts, available, max_records)
+    whole = bounded_ends(starts, available, None)
+    taken = 0
+    room = 0
+    for r in available:
+        begin = max(starts["t"][str(r.partition)], r.start)
+        end = ends["t"][str(r.partition)]
+        assert begin <= end <= max(begin, r.end)
+        assert whole["t"][str(r.partition)] == max(begin, r.end)
+        taken += end - begin
+        room += max(begin, r.end) - begin
+    assert taken == min(max_records, room)
+
+
+def test_a_new_partition_starts_at_its_log_start() -> None:
+    available = [OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 5, 9)]
+    assert bounded_ends({"t": {"0": 4}}, available, None) == {"t": {"0": 10, "1": 9}}
+    assert bounded_ends({"t": {"0": 4}}, available, 4) == {"t": {"0": 6, "1": 7}}
+
+
+def test_the_progress_line_of_a_batch() -> None:
+    report = {
+        "batchId": 3,
+        "numInputRows": 1200,
+        "inputRowsPerSecond": 400.0,
+        "processedRowsPerSecond": 1500.5,
+        "eventTime": {"watermark": "2026-11-25T10:00:00.000Z"},
+        "stateOperators": [{"numRowsTotal": 70, "numRowsDroppedByWatermark": 2}],
+    }
+    assert _progress_line(batch_progress(report)) == (
+        "batch 3: 1200 rows, input 400.0 rows/s, processed 1,500.5 rows/s, "
+        "watermark 2026-11-25T10:00:00.000Z, state 70 rows, late 2"
+    )
+    first = batch_progress({"batchId": 0, "numInputRows": 0, "stateOperators": []})
+    assert _progress_line(first).endswith("watermark -, state 0 rows")
+
+
+def test_trigger_intervals() -> None:
+    assert _interval("10s") == "10 seconds"
+    assert _interval("500ms") == "500 milliseconds"
+    assert _interval(None) is None
