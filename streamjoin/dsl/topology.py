@@ -17,7 +17,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.errors import ConfigurationError
 
-__all__ = ("Topology", "compile_topology", "join_order")
+__all__ = ("Topology", "check_shared_sources", "compile_topology", "join_order")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +150,7 @@ def compile_topology(
     for spec in joins:
         for index, topic in enumerate(spec.input_topics):
             readers.setdefault(topic, []).append((spec, index))
-    problems: list[str] = _shared_sources(joins, repartitions)
+    problems: list[str] = []
     counts: dict[str, int | None] = {}
 
     def count(topic: str) -> int | None:
@@ -232,10 +232,17 @@ def _declared_mismatches(
     ]
 
 
+def check_shared_sources(topology: Topology) -> None:
+    """Workers refuse a topic read by two sub-topologies: their tasks would be placed apart,
+    each member fetching and committing the same partitions for its own task, and records go
+    missing. (Kafka Streams merges such sub-topologies into one; streamjoin refuses them for
+    now. The test driver and Spark, which have no consumer group, run them.)"""
+    problems = _shared_sources(topology.joins, topology.repartitions)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+
+
 def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartition]) -> list[str]:
-    """A topic read by two sub-topologies: their tasks would be placed apart, each member
-    fetching and committing the same partitions for its own task, and records go missing.
-    (Kafka Streams merges such sub-topologies into one; streamjoin refuses them for now.)"""
     readers: dict[str, list[str]] = {}
     for spec in joins:
         for topic in dict.fromkeys(spec.input_topics):
