@@ -369,11 +369,7 @@ class Worker:
         )
         self.metrics = MetricsRegistry()  # afresh when exactly-once starts over
         self._register_metrics(manager, sink, restores, state)
-        server = None
-        port = self.options.metrics_port
-        if port is not None:
-            server = MetricsServer(self.metrics, port, self.options.metrics_host)
-            await server.start()
+        server = await self._metrics_server()
         self.queries = await self._serve_queries(topology, state, roles)
         await consumer.start()
         self.started.set()
@@ -382,11 +378,13 @@ class Worker:
             self.followup.run(catch_up=self.options.followup_on_catch_up),
             name="follow-up trigger",
         )
+        failed = False
         try:
             await _until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
             await self._commit(None)
         except BaseException:
+            failed = True  # then closing waits a few seconds at most, never for good
             if self.exactly_once:  # nothing of the open transaction may be committed now
                 await manager.lose_all()
             raise
@@ -397,7 +395,7 @@ class Worker:
             monitor.cancel()
             await self.purger.close()
             logger.info("stopping: leaving the group")
-            await _closed(consumer.stop(), quickly=watch.lost_since is not None)
+            await _closed(consumer.stop(), quickly=failed or watch.lost_since is not None)
             await manager.close()
             logger.info("stopping: closing the state stores")
             await state.close(clean=watch.lost_since is None)
@@ -423,6 +421,15 @@ class Worker:
             "Times the event loop ran over 1 s late",
             lambda: [((), float(self.loop_monitor.stalls))],
         )
+
+    async def _metrics_server(self) -> MetricsServer | None:
+        """The Prometheus endpoint, when asked for."""
+        port = self.options.metrics_port
+        if port is None:
+            return None
+        server = MetricsServer(self.metrics, port, self.options.metrics_host)
+        await server.start()
+        return server
 
     async def _serve_queries(
         self, topology: AppTopology, state: StateManager, roles: WorkerRoles
