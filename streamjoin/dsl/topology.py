@@ -17,7 +17,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.errors import ConfigurationError
 
-__all__ = ("Topology", "check_shared_sources", "compile_topology", "join_order")
+__all__ = ("Topology", "compile_topology", "join_order", "shared_sources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,14 +232,12 @@ def _declared_mismatches(
     ]
 
 
-def check_shared_sources(topology: Topology) -> None:
-    """Workers refuse a topic read by two sub-topologies: their tasks would be placed apart,
-    each member fetching and committing the same partitions for its own task, and records go
-    missing. (Kafka Streams merges such sub-topologies into one; streamjoin refuses them for
-    now. The test driver and Spark, which have no consumer group, run them.)"""
-    problems = _shared_sources(topology.joins, topology.repartitions)
-    if problems:
-        raise ConfigurationError("; ".join(problems))
+def shared_sources(topology: Topology) -> list[str]:
+    """Topics read by two sub-topologies, as warnings. Their tasks may be placed on different
+    workers, each fetching and committing the same partitions for its own task, and records go
+    missing; one worker runs them correctly. (Kafka Streams merges such sub-topologies into one;
+    streamjoin does not yet.)"""
+    return _shared_sources(topology.joins, topology.repartitions)
 
 
 def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartition]) -> list[str]:
@@ -250,9 +248,9 @@ def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartitio
     for repartition in repartitions:
         readers.setdefault(repartition.source.name, []).append(f"key_by {repartition.name!r}")
     return [
-        f"topic {topic!r} is read by {' and '.join(names)}: two sub-topologies cannot read one "
-        "topic yet (they would share its offsets and lose records); read it in one of them and "
-        "chain the other to its output, or copy the topic for the other"
+        f"topic {topic!r} is read by {' and '.join(names)}: with more than one worker their tasks "
+        "share its offsets and records are lost (not yet merged into one sub-topology); read it "
+        "in one of them and chain the other to its output, or copy the topic for the other"
         for topic, names in sorted(readers.items())
         if len(names) > 1
     ]

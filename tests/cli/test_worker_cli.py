@@ -247,32 +247,3 @@ def test_processes_cannot_share_one_query_port(tmp_path: Path) -> None:
     command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--processes", "2")
     error = refused([*command, "--query-port", "8081"])
     assert "the processes of a host cannot share one query port" in error
-
-
-SHARED = """
-import streamjoin
-from streamjoin import JoinWindows
-
-joins = streamjoin.App("{app_id}")
-orders = joins.topic("orders-{suffix}", partitions=2)
-window = JoinWindows(before=0, after=60_000)
-
-
-@joins.join(orders, joins.topic("payments-{suffix}"), window=window, into="paid-{suffix}")
-def paid(order, payment):
-    return order
-
-
-@joins.join(orders, joins.topic("refunds-{suffix}"), window=window, into="refunded-{suffix}")
-def refunded(order, refund):
-    return order
-"""
-
-
-@pytest.mark.broker
-def test_a_topic_read_by_two_joins_is_refused_at_start_in_one_line(
-    broker: Broker, unique: str, tmp_path: Path
-) -> None:
-    (tmp_path / "app.py").write_text(SHARED.format(app_id=f"w-{unique}", suffix=unique))
-    error = refused(worker(tmp_path, "--bootstrap", broker.bootstrap, "--create-topics"))
-    assert f"topic 'orders-{unique}' is read by join 'paid' and join 'refunded'" in error
