@@ -48,6 +48,11 @@ class MetricsRegistry:
             raise ValueError(f"metric {full} is registered twice")
         self._metrics[full] = Metric(full, kind, help, collect)
 
+    def clear(self) -> None:
+        """Forget every metric (a worker starting over registers its own again), keeping the
+        registry that servers already render."""
+        self._metrics.clear()
+
     def render(self) -> str:
         lines: list[str] = []
         for metric in self._metrics.values():

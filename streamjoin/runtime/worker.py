@@ -367,7 +367,7 @@ class Worker:
             request_rejoin=consumer.request_rejoin,
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
-        self.metrics = MetricsRegistry()  # afresh when exactly-once starts over
+        self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
         self._register_metrics(manager, sink, restores, state)
         server = await self._metrics_server()
         self.queries = await self._serve_queries(topology, state, roles)
