@@ -169,30 +169,3 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
     assert codes == {"w1": 0, "w2": 0}, workers.logs()
 
-
-async def test_an_apache_kafka_back_empty_stops_the_workers_in_one_line(
-    unique: str, tmp_path: Path
-) -> None:
-    """A broker restarted on the same port without its data: the inputs are gone (or
-    auto-created anew with other partition counts), which no rejoin can fix; say so and exit."""
-    first = KafkaBroker()
-    bootstrap = first.start()
-    empty: KafkaBroker | None = None
-    workers = processes.Workers(bootstrap, unique, tmp_path)
-    try:
-        await processes.make_topics(bootstrap, unique)
-        workers.start("w1")
-        await processes.produce(bootstrap, unique, range(200), pace_s=0)
-        await processes.read_joined(bootstrap, unique, want=200, within_s=60)
-        first.stop()
-        empty = KafkaBroker(first.port)
-        empty.start()
-        code = exits(workers, "w1", 60)
-    finally:
-        workers.stop_all()
-        for broker in (empty, first):
-            if broker is not None:
-                broker.stop()
-    last = (tmp_path / "w1.log").read_text(errors="replace").splitlines()[-1]
-    assert code == 2, workers.logs()
-    assert "no longer has the app's input topics" in last or "restart the workers" in last, last
