@@ -168,4 +168,3 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     print(f"Kafka restarted: {len(missing)} missing, {duplicates} duplicates")
     assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
     assert codes == {"w1": 0, "w2": 0}, workers.logs()
-
