@@ -237,11 +237,3 @@ async def test_the_query_command_reads_a_versioned_table_as_of_a_time(tables: Ta
     assert lines[2] == f"  valid from {EVENT_T0 + 2_000} to {EVENT_T0 + 3_000}"
     done = await _run([*command, "--format", "json"], env)
     assert json.loads(done.stdout)["valid_to"] is None
-    orders = tables.store("orders")
-    done = await _run(
-        ["query", "query_tables_app:joins", orders, "o1", "--as-of", "5", *command[4:]],
-        env,
-    )
-    assert done.returncode == 2
-    assert f"--as-of applies to a KEY of a versioned table; '{orders}' is a table" in done.stderr
-    assert "Traceback" not in done.stderr
