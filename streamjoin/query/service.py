@@ -23,7 +23,7 @@ from streamjoin.query.stores import (
     task_of,
 )
 from streamjoin.runtime.global_tables import GlobalTables
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.topology import AppTopology, StoreLookup, TaskId
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.manager import StateManager
 from streamjoin.state.task_state import TaskPhase, TaskState
@@ -168,11 +168,9 @@ class QueryService:
         return {"served_by": self.url, "stores": stores}
 
     def partitions(self, name: str) -> int:
-        """The store's tasks (1 for a global table: one copy answers every key)."""
-        store = self._store(name)
-        return 1 if store.is_global else self.topology.partitions[store.subtopology]
+        return self.topology.partitions[self.store(name).subtopology]
 
-    def _store(self, name: str) -> QueryableStore:
+    def store(self, name: str) -> QueryableStore:
         store = self.stores.get(name)
         if store is None:
             known = ", ".join(sorted(self.stores)) or "none"
@@ -182,7 +180,7 @@ class QueryService:
     async def lookup(self, request: Request, key_text: str, query: KeyQuery) -> dict[str, Any]:
         """One key: `{"store", "key", "value", "partition", "served_by", "role", "lag_records",
         "lag_ms"}` (versioned tables add "timestamp" and "valid_to")."""
-        store = self._store(request.store)
+        store = self.store(request.store)
         if query.as_of is not None and store.kind != "versioned":
             raise QueryError(
                 400, f"as_of applies to versioned tables; store {store.name!r} is a {store.kind}"
@@ -192,7 +190,7 @@ class QueryService:
         except BadKey as exc:
             raise QueryError(400, str(exc)) from None
 
-        def found(copy: Any) -> dict[str, Any]:
+        def found(copy: StoreLookup) -> dict[str, Any]:
             try:
                 fields = store.read(copy, key, query)
             except NotKept as exc:
@@ -213,10 +211,44 @@ class QueryService:
         self, request: Request, partition: int, start: str | None, end: str | None, limit: int
     ) -> dict[str, Any]:
         """Keys start <= key < end of one partition of an ordered store, in key order."""
-        store = self._store(request.store)
+        store = self.store(request.store)
+        if store.is_global:
+            raise QueryError(
+                400,
+                f"store {store.name!r} is a global table, whole on every worker: ask "
+                f"/stores/{store.name}/keys",
+            )
         partitions = self.partitions(store.name)
         if not 0 <= partition < partitions:
             raise QueryError(404, f"store {store.name!r} has partitions 0 to {partitions - 1}")
+        low, high = self._bounds(store, start, end, limit)
+
+        def read(local: TaskState) -> dict[str, Any]:
+            entries = store.scan(local, low, high, limit)
+            return {"store": store.name, "entries": entries, **self._copy(local)}
+
+        return await self._routed(TaskId(store.subtopology, partition), request, read)
+
+    def global_range(
+        self, name: str, start: str | None, end: str | None, limit: int
+    ) -> dict[str, Any]:
+        """Keys start <= key < end of a global table, from this worker's copy, in key order."""
+        store = self.store(name)
+        low, high = self._bounds(store, start, end, limit)
+        entries = store.scan(self._global_copy(), low, high, limit + 1)
+        for entry in entries:
+            entry.update(self._global_lag(store, entry["partition"]))
+        return {
+            "store": store.name,
+            "entries": entries[:limit],
+            "truncated": len(entries) > limit,
+            "served_by": self.url,
+        }
+
+    def _bounds(
+        self, store: QueryableStore, start: str | None, end: str | None, limit: int
+    ) -> tuple[bytes | None, bytes | None]:
+        """A key range's ends as the store holds keys; refuses a range it cannot answer."""
         if not 0 < limit <= MAX_LIMIT:
             raise QueryError(400, f"limit={limit}: give 1 to {MAX_LIMIT} keys")
         if not store.ordered:
@@ -227,18 +259,7 @@ class QueryService:
             low, high = (None if k is None else key_bytes(store, k) for k in (start, end))
         except BadKey as exc:
             raise QueryError(400, str(exc)) from None
-
-        if store.is_global:
-            entries = store.scan(self._global_copy(), low, high, limit)
-            for entry in entries:
-                entry.update(self._global_lag(store, entry["partition"]))
-            return {"store": store.name, "entries": entries, "served_by": self.url}
-
-        def read(local: TaskState) -> dict[str, Any]:
-            entries = store.scan(local, low, high, limit)
-            return {"store": store.name, "entries": entries, **self._copy(local)}
-
-        return await self._routed(TaskId(store.subtopology, partition), request, read)
+        return low, high
 
     def _global_copy(self) -> _GlobalCopies:
         assert self._globals is not None

@@ -208,6 +208,14 @@ async def test_a_global_table_is_answered_by_whichever_worker_is_asked(tables: T
         ]
     status, answer, _ = await get(f"{tables.urls[0]}/stores/{countries}/keys/de")
     assert (status, answer["error"]) == (404, f"key 'de' not found in store '{countries}'")
+    status, answer, _ = await get(f"{tables.urls[0]}/stores/{countries}/keys", limit="1")
+    assert ([e["key"] for e in answer["entries"]], answer["truncated"]) == (["br"], True)
+    status, answer, _ = await get(f"{tables.urls[0]}/stores/{countries}/partitions/0/keys")
+    assert (status, answer["error"]) == (
+        400,
+        f"store '{countries}' is a global table, whole on every worker: ask "
+        f"/stores/{countries}/keys",
+    )
 
 
 async def test_stores_lists_the_tables_and_the_global_one_as_global(tables: Tables) -> None:
