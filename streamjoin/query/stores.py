@@ -40,6 +40,7 @@ __all__ = (
     "register_kind",
     "task_of",
     "to_json",
+    "valid_version",
 )
 
 
@@ -146,28 +147,38 @@ def _value(store: QueryableStore, raw: bytes) -> Any:
     return to_json(store.value_serde.deserialize(raw))
 
 
-def _table_value(store: QueryableStore, stored: bytes) -> Any:
-    return _value(store, unpack_table_value(stored)[2])
+def _table_fields(store: QueryableStore, stored: bytes) -> dict[str, Any]:
+    return {"value": _value(store, unpack_table_value(stored)[2])}
 
 
-def _read_table(
-    store: QueryableStore, copy: StoreLookup, key: bytes, query: KeyQuery
-) -> dict[str, Any] | None:
-    stored = copy.kv(store.local_name).get(key)
-    return None if stored is None else {"value": _table_value(store, stored)}
+def _global_fields(store: QueryableStore, stored: bytes) -> dict[str, Any]:
+    """A global table's value, and the partition of its topic it came from."""
+    partition, _, raw = unpack_global(stored)
+    return {"value": _value(store, raw), "partition": partition}
 
 
-def _scan_table(
-    store: QueryableStore, copy: StoreLookup, start: bytes | None, end: bytes | None, limit: int
-) -> list[Any]:
-    entries: list[Any] = []
-    for key, stored in copy.kv(store.local_name).range(start, end):
-        if len(entries) == limit:
-            break
-        entries.append(
-            {"key": to_json(store.key_serde.deserialize(key)), "value": _table_value(store, stored)}
-        )
-    return entries
+def _key_value(fields: Callable[[QueryableStore, bytes], dict[str, Any]]) -> tuple[Reader, Scanner]:
+    """Reader and scanner of a key-value store whose stored values `fields` decodes."""
+
+    def read(
+        store: QueryableStore, copy: StoreLookup, key: bytes, query: KeyQuery
+    ) -> dict[str, Any] | None:
+        stored = copy.kv(store.local_name).get(key)
+        return None if stored is None else fields(store, stored)
+
+    def scan(
+        store: QueryableStore, copy: StoreLookup, start: bytes | None, end: bytes | None, limit: int
+    ) -> list[Any]:
+        entries: list[Any] = []
+        for key, stored in copy.kv(store.local_name).range(start, end):
+            if len(entries) == limit:
+                break
+            entries.append(
+                {"key": to_json(store.key_serde.deserialize(key)), **fields(store, stored)}
+            )
+        return entries
+
+    return read, scan
 
 
 def _read_versioned(
@@ -185,7 +196,7 @@ def _read_versioned(
     if found is None:
         return None
     valid_from, stored, valid_to = found
-    return {"value": _table_value(store, stored), "timestamp": valid_from, "valid_to": valid_to}
+    return {**_table_fields(store, stored), "timestamp": valid_from, "valid_to": valid_to}
 
 
 def valid_version(
@@ -220,38 +231,10 @@ def _read_window(
     return {"value": records}
 
 
-def _read_global(
-    store: QueryableStore, copy: StoreLookup, key: bytes, query: KeyQuery
-) -> dict[str, Any] | None:
-    stored = copy.kv(store.local_name).get(key)
-    if stored is None:
-        return None
-    partition, _, raw = unpack_global(stored)
-    return {"value": _value(store, raw), "partition": partition}
-
-
-def _scan_global(
-    store: QueryableStore, copy: StoreLookup, start: bytes | None, end: bytes | None, limit: int
-) -> list[Any]:
-    entries: list[Any] = []
-    for key, stored in copy.kv(store.local_name).range(start, end):
-        if len(entries) == limit:
-            break
-        partition, _, raw = unpack_global(stored)
-        entries.append(
-            {
-                "key": to_json(store.key_serde.deserialize(key)),
-                "value": _value(store, raw),
-                "partition": partition,
-            }
-        )
-    return entries
-
-
-register_kind("table", _read_table, _scan_table)
+register_kind("table", *_key_value(_table_fields))
 register_kind("versioned", _read_versioned)
 register_kind("window", _read_window)
-register_kind(GLOBAL, _read_global, _scan_global)
+register_kind(GLOBAL, *_key_value(_global_fields))
 
 
 def _table_store(spec_name: str, local: str, table: Table, serde: Serde) -> QueryableStore:
