@@ -107,7 +107,11 @@ def query(  # noqa: PLR0917 - one parameter per command-line option
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option(metavar="N", help="Tables without KEY: at most N keys.", show_default="1000"),
+        typer.Option(
+            metavar="N",
+            help="Tables without KEY: at most N keys (default 1000).",
+            show_default=False,
+        ),
     ] = None,
     output_format: Annotated[
         str, typer.Option("--format", help="text (readable) or json (the answer as served).")
