@@ -122,9 +122,9 @@ class QueryServer:
 
         async def answer() -> dict[str, Any]:
             as_of = _number(query, "as_of", 0) if "as_of" in query else None
-            asked = KeyQuery(_number(query, "from", 0), _number(query, "to", FOREVER_MS), as_of)
-            forwarded = self._request(request, lookup_path(store, key), "from", "to", "as_of")
-            return await self.service.lookup(forwarded, key, asked)
+            what = KeyQuery(_number(query, "from", 0), _number(query, "to", FOREVER_MS), as_of)
+            asked = self._request(request, lookup_path(store, key), "from", "to", "as_of")
+            return await self.service.lookup(asked, key, what)
 
         return await self._answered(answer())
 
