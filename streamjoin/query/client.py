@@ -79,7 +79,7 @@ class QueryClient:
             status, body = await self._ask(url, "/stores", {})
             if status == 200:
                 for store in body["stores"]:
-                    for task in store["tasks"]:
+                    for task in store.get("tasks", ()):
                         if task["active"]:
                             self.owners[store["name"], task["partition"]] = task["active"]
                 return body
@@ -93,14 +93,15 @@ class QueryClient:
         *,
         start_ms: int | None = None,
         end_ms: int | None = None,
+        as_of_ms: int | None = None,
     ) -> dict[str, Any]:
         """The answer for `key` (see the README's "Querying state"); window stores take a time
-        range. Raises QueryFailed when no member can answer."""
+        range, versioned tables the time the value was valid at (IQv2's asOf; default: the
+        latest). Raises QueryFailed when no member can answer."""
         params = {"stale": "true" if allow_stale else "false"}
-        if start_ms is not None:
-            params["from"] = str(start_ms)
-        if end_ms is not None:
-            params["to"] = str(end_ms)
+        for name, value in (("from", start_ms), ("to", end_ms), ("as_of", as_of_ms)):
+            if value is not None:
+                params[name] = str(value)
         partition = self.partitions.get((store, key))
         owner = self.owners.get((store, partition)) if partition is not None else None
         candidates = [owner] if owner else []
@@ -109,6 +110,8 @@ class QueryClient:
         for url in candidates:
             status, body = await self._ask(url, lookup_path(store, key), params)
             if status == 200:
+                if body["role"] == "global":  # any endpoint answers it from its own copy
+                    return body
                 self.partitions[store, key] = body["partition"]
                 if body["role"] == "active":
                     self.owners[store, body["partition"]] = body["served_by"]

@@ -2,7 +2,9 @@
 
     GET /stores                          the stores, their kinds, partitions and task placement
     GET /stores/<store>/keys/<key>       one key: ?stale=true accepts a standby's or a restoring
-                                         copy; window stores take ?from=<ms>&to=<ms>
+                                         copy; window stores take ?from=<ms>&to=<ms>, versioned
+                                         tables ?as_of=<ms> (the value valid then)
+    GET /stores/<store>/keys             keys ?from=<key>&to=<key>&limit=<n> of ordered stores
 
 Errors are JSON `{"error": "..."}`: 404 unknown store (naming the stores) or key, 400 bad key,
 503 with Retry-After when the key's task has no running active and stale reads are not allowed,
@@ -31,7 +33,8 @@ from streamjoin.query.paths import (
     partition_path,
 )
 from streamjoin.query.service import QueryError, QueryService, QueryStats, Request, Unreachable
-from streamjoin.query.stores import TimeRange
+from streamjoin.query.stores import FOREVER_MS, KeyQuery
+from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.topology import AppTopology
 from streamjoin.state.manager import StateManager
 
@@ -39,7 +42,6 @@ __all__ = ("QueryServer", "advertised_url")
 
 logger = logging.getLogger(__name__)
 
-_FOREVER_MS = 2**62
 _REPLY_MARGIN_S = 0.25
 """A forwarded request gives up this long before the request's timeout: time to say which
 member did not answer (502) rather than only that the time ran out (504)."""
@@ -64,8 +66,9 @@ class QueryServer:
         port: int = 0,
         advertised: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        global_tables: GlobalTables | None = None,
     ) -> None:
-        self.service = QueryService(topology, state, assignment, self.forward)
+        self.service = QueryService(topology, state, assignment, self.forward, global_tables)
         self.host, self.port = host, port
         self._advertised = advertised
         self.timeout_s = timeout_s
@@ -118,9 +121,10 @@ class QueryServer:
         query = request.rel_url.query
 
         async def answer() -> dict[str, Any]:
-            window = TimeRange(_number(query, "from", 0), _number(query, "to", _FOREVER_MS))
-            asked = self._request(request, lookup_path(store, key), "from", "to")
-            return await self.service.lookup(asked, key, window)
+            as_of = _number(query, "as_of", 0) if "as_of" in query else None
+            what = KeyQuery(_number(query, "from", 0), _number(query, "to", FOREVER_MS), as_of)
+            asked = self._request(request, lookup_path(store, key), "from", "to", "as_of")
+            return await self.service.lookup(asked, key, what)
 
         return await self._answered(answer())
 
@@ -145,6 +149,8 @@ class QueryServer:
         async def answer() -> dict[str, Any]:
             query = request.rel_url.query
             limit = _number(query, "limit", DEFAULT_LIMIT)
+            if self.service.store(store).is_global:  # this worker's copy has every key
+                return self.service.global_range(store, query.get("from"), query.get("to"), limit)
             partitions = self.service.partitions(store)
             answers = await asyncio.gather(
                 *(

@@ -2,7 +2,8 @@
 it may, else ask the member the assignment names, else (stale reads allowed) a standby's copy.
 
 Every member learns with each assignment where every task's active and standby copies are (the
-query hosts of AssignmentInfo v3), so no lookup needs a round trip to find its owner.
+query hosts of AssignmentInfo v3), so no lookup needs a round trip to find its owner. A global
+table is whole on every worker: the member asked answers it from its own copy, never forwards.
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ from typing import Any
 from streamjoin.assignment.task_metadata import AssignmentInfo
 from streamjoin.query.stores import (
     BadKey,
+    KeyQuery,
+    NotKept,
     QueryableStore,
-    TimeRange,
     key_bytes,
     queryable_stores,
     task_of,
 )
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.global_tables import GlobalTables
+from streamjoin.runtime.topology import AppTopology, StoreLookup, TaskId
+from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.manager import StateManager
 from streamjoin.state.task_state import TaskPhase, TaskState
+from streamjoin.state.versioned_store import VersionedStore
+from streamjoin.state.window_store import WindowStore
 
 __all__ = ("Placement", "QueryError", "QueryService", "QueryStats", "Request")
 
@@ -82,6 +88,22 @@ Forward = Callable[[str, Request], Awaitable[tuple[int, dict[str, Any]]]]
 """Ask the member at a URL; its status and JSON answer, or Unreachable."""
 
 
+class _GlobalCopies:
+    """The worker's global tables as a copy to read, each by its topic's name."""
+
+    def __init__(self, tables: GlobalTables) -> None:
+        self._tables = tables
+
+    def kv(self, name: str) -> KeyValueStore:
+        return self._tables.table(name)
+
+    def window(self, name: str) -> WindowStore:
+        raise LookupError(f"global tables have no window store {name!r}")
+
+    def versioned(self, name: str) -> VersionedStore:
+        raise LookupError(f"global tables have no versioned store {name!r}")
+
+
 class QueryService:
     def __init__(
         self,
@@ -89,14 +111,20 @@ class QueryService:
         state: StateManager,
         assignment: Callable[[], AssignmentInfo | None],
         forward: Forward,
+        global_tables: GlobalTables | None = None,
     ) -> None:
         self.topology = topology
-        self.stores = queryable_stores(topology.joins)
+        self.stores = {
+            name: store
+            for name, store in queryable_stores(topology.joins).items()
+            if global_tables is not None or not store.is_global
+        }
         self.url = ""
         """This member's advertised query URL (set once the server is bound)."""
         self._state = state
         self._assignment = assignment
         self._forward = forward
+        self._globals = global_tables
 
     def placements(self) -> dict[TaskId, Placement]:
         """Where each task's active and standby copies are, as the last assignment said."""
@@ -122,6 +150,11 @@ class QueryService:
         placements = self.placements()
         stores = []
         for name, store in sorted(self.stores.items()):
+            if store.is_global:  # no tasks: every worker answers from its own copy
+                assert self._globals is not None
+                partitions = self._globals.partitions[name]
+                stores.append({"name": name, "kind": store.kind, "partitions": partitions})
+                continue
             partitions = self.topology.partitions[store.subtopology]
             tasks = []
             for partition in range(partitions):
@@ -135,41 +168,87 @@ class QueryService:
         return {"served_by": self.url, "stores": stores}
 
     def partitions(self, name: str) -> int:
-        return self.topology.partitions[self._store(name).subtopology]
+        return self.topology.partitions[self.store(name).subtopology]
 
-    def _store(self, name: str) -> QueryableStore:
+    def store(self, name: str) -> QueryableStore:
         store = self.stores.get(name)
         if store is None:
             known = ", ".join(sorted(self.stores)) or "none"
             raise QueryError(404, f"no store named {name!r}; the stores are: {known}")
         return store
 
-    async def lookup(self, request: Request, key_text: str, window: TimeRange) -> dict[str, Any]:
+    async def lookup(self, request: Request, key_text: str, query: KeyQuery) -> dict[str, Any]:
         """One key: `{"store", "key", "value", "partition", "served_by", "role", "lag_records",
-        "lag_ms"}`."""
-        store = self._store(request.store)
+        "lag_ms"}` (versioned tables add "timestamp" and "valid_to")."""
+        store = self.store(request.store)
+        if query.as_of is not None and store.kind != "versioned":
+            raise QueryError(
+                400, f"as_of applies to versioned tables; store {store.name!r} is a {store.kind}"
+            )
         try:
             key = key_bytes(store, key_text)
         except BadKey as exc:
             raise QueryError(400, str(exc)) from None
-        task = task_of(store, key, self.topology.partitions[store.subtopology])
 
-        def read(local: TaskState) -> dict[str, Any]:
-            value = store.read(local, key, window)
-            if value is None:
+        def found(copy: StoreLookup) -> dict[str, Any]:
+            try:
+                fields = store.read(copy, key, query)
+            except NotKept as exc:
+                raise QueryError(404, str(exc)) from None
+            if fields is None:
                 raise QueryError(404, f"key {key_text!r} not found in store {store.name!r}")
-            return {"store": store.name, "key": key_text, "value": value, **self._copy(local)}
+            return {"store": store.name, "key": key_text, **fields}
 
-        return await self._routed(task, request, read)
+        if store.is_global:
+            answer = found(self._global_copy())
+            return {**answer, **self._global_lag(store, answer["partition"])}
+        task = task_of(store, key, self.topology.partitions[store.subtopology])
+        return await self._routed(
+            task, request, lambda local: {**found(local), **self._copy(local)}
+        )
 
     async def partition_range(
         self, request: Request, partition: int, start: str | None, end: str | None, limit: int
     ) -> dict[str, Any]:
         """Keys start <= key < end of one partition of an ordered store, in key order."""
-        store = self._store(request.store)
-        partitions = self.topology.partitions[store.subtopology]
+        store = self.store(request.store)
+        if store.is_global:
+            raise QueryError(
+                400,
+                f"store {store.name!r} is a global table, whole on every worker: ask "
+                f"/stores/{store.name}/keys",
+            )
+        partitions = self.partitions(store.name)
         if not 0 <= partition < partitions:
             raise QueryError(404, f"store {store.name!r} has partitions 0 to {partitions - 1}")
+        low, high = self._bounds(store, start, end, limit)
+
+        def read(local: TaskState) -> dict[str, Any]:
+            entries = store.scan(local, low, high, limit)
+            return {"store": store.name, "entries": entries, **self._copy(local)}
+
+        return await self._routed(TaskId(store.subtopology, partition), request, read)
+
+    def global_range(
+        self, name: str, start: str | None, end: str | None, limit: int
+    ) -> dict[str, Any]:
+        """Keys start <= key < end of a global table, from this worker's copy, in key order."""
+        store = self.store(name)
+        low, high = self._bounds(store, start, end, limit)
+        entries = store.scan(self._global_copy(), low, high, limit + 1)
+        for entry in entries:
+            entry.update(self._global_lag(store, entry["partition"]))
+        return {
+            "store": store.name,
+            "entries": entries[:limit],
+            "truncated": len(entries) > limit,
+            "served_by": self.url,
+        }
+
+    def _bounds(
+        self, store: QueryableStore, start: str | None, end: str | None, limit: int
+    ) -> tuple[bytes | None, bytes | None]:
+        """A key range's ends as the store holds keys; refuses a range it cannot answer."""
         if not 0 < limit <= MAX_LIMIT:
             raise QueryError(400, f"limit={limit}: give 1 to {MAX_LIMIT} keys")
         if not store.ordered:
@@ -180,12 +259,23 @@ class QueryService:
             low, high = (None if k is None else key_bytes(store, k) for k in (start, end))
         except BadKey as exc:
             raise QueryError(400, str(exc)) from None
+        return low, high
 
-        def read(local: TaskState) -> dict[str, Any]:
-            entries = store.scan(local, low, high, limit)
-            return {"store": store.name, "entries": entries, **self._copy(local)}
+    def _global_copy(self) -> _GlobalCopies:
+        assert self._globals is not None
+        return _GlobalCopies(self._globals)
 
-        return await self._routed(TaskId(store.subtopology, partition), request, read)
+    def _global_lag(self, store: QueryableStore, partition: int) -> dict[str, Any]:
+        """A global table's copy: how far the partition the value came from may be behind."""
+        assert self._globals is not None
+        lag = self._globals.read_lag(store.name, partition)
+        return {
+            "partition": partition,
+            "served_by": self.url,
+            "role": "global",
+            "lag_records": None if lag is None else lag[0],
+            "lag_ms": None if lag is None else lag[1],
+        }
 
     async def _routed(
         self, task: TaskId, request: Request, read: Callable[[TaskState], dict[str, Any]]

@@ -62,9 +62,34 @@ class GlobalTables:
         self._consumer: Any = None
         self.restored_records = 0
         self.restore_seconds = 0.0
+        self._started_at = time.monotonic()
+        self._caught_up_at: dict[TopicPartition, float] = {}
+        """When each partition's copy was last seen at its topic's end (restored, or applied)."""
 
     def table(self, topic: str) -> GlobalStore:
         return self._stores[topic]
+
+    @property
+    def partitions(self) -> dict[str, int]:
+        """Each global topic's partition count."""
+        return dict(self._partitions)
+
+    def read_lag(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """How far the copy of one partition may be behind the topic: in records (to the high
+        watermark of the last fetch answer) and in ms since it was last seen at that end (0, 0
+        when there); None before any fetch answer."""
+        if self._consumer is None:
+            return None
+        tp = TopicPartition(topic, partition)
+        highwater = self._consumer.highwater(tp)
+        if highwater is None:
+            return None
+        now = time.monotonic()
+        lag = max(0, highwater - self._stores[topic].positions.get(partition, 0))
+        if lag == 0:
+            self._caught_up_at[tp] = now
+            return 0, 0
+        return lag, int((now - self._caught_up_at.get(tp, self._started_at)) * 1000)
 
     @property
     def stores(self) -> dict[str, GlobalStore]:
@@ -110,8 +135,11 @@ class GlobalTables:
         resumed = {t: bool(s.positions) for t, s in self._stores.items()}
         while await self._behind():
             await self._read(timeout_ms=100, logged=False)
-        for store in self._stores.values():
+        restored = time.monotonic()
+        for topic, store in self._stores.items():
             store.flush_in_background()  # so that the first commit's checkpoint is quick
+            for partition in range(self._partitions[topic]):
+                self._caught_up_at[TopicPartition(topic, partition)] = restored
         self.restored_records = sum(store.applied for store in self._stores.values()) - before
         self.restore_seconds = time.monotonic() - started
         for topic, store in sorted(self._stores.items()):
@@ -167,9 +195,12 @@ class GlobalTables:
             for _ in range(FETCHER_TURNS):
                 await asyncio.sleep(0)
         applied = 0
+        now = time.monotonic()
         for tp, records in fetched.items():
             self._stores[tp.topic].apply(tp.partition, records, logged=logged)
             applied += len(records)
+            if self._consumer.highwater(tp) == records[-1].offset + 1:
+                self._caught_up_at[tp] = now
         return applied
 
     async def poll(self) -> int:

@@ -445,6 +445,7 @@ class Worker:
             host=options.query_host,
             port=options.query_port,
             advertised=options.advertised_query_url,
+            global_tables=self.global_tables,
         )
         roles.query_url = await queries.start()
         register_query_metrics(self.metrics, queries.stats)

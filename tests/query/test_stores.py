@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 from streamjoin import App, JoinWindows
 from streamjoin.dsl.serdes import JsonSerde, StrSerde, serde_for
-from streamjoin.query.stores import BadKey, QueryableStore, key_bytes, queryable_stores, to_json
+from streamjoin.query.stores import (
+    BadKey,
+    QueryableStore,
+    key_bytes,
+    queryable_stores,
+    to_json,
+    valid_version,
+)
 
 
 @dataclass
@@ -56,7 +63,45 @@ def test_both_tables_of_a_table_table_join_go_by_their_topics() -> None:
     assert {n: (s.kind, s.subtopology, s.local_name) for n, s in stores.items()} == {
         "users": ("table", "pair", "pair-left"),
         "accounts": ("table", "pair", "pair-right"),
+        "prices": ("versioned", "price", "price-table"),
     }
+    assert not stores["prices"].ordered and stores["users"].ordered
+
+
+def test_foreign_key_tables_go_by_their_topics_and_global_tables_are_global() -> None:
+    app = App("shop")
+    orders, customers = app.table("orders", value_type=User), app.table("customers")
+    app.join(orders, customers, foreign_key=lambda o: o.name, into="oc", name="oc")(max)
+    countries = app.global_table("countries", key_type=dict)
+    app.join(app.topic("visits"), countries, key=lambda v: v, into="geo", name="geo")(max)
+    stores = queryable_stores(app.joins)
+    assert {n: (s.kind, s.subtopology, s.local_name) for n, s in stores.items()} == {
+        "orders": ("table", "oc", "oc-left"),  # the subscription store is internal
+        "customers": ("table", "oc-fk", "oc-fk-right"),
+        "countries": ("global", "", "countries"),
+    }
+    assert stores["orders"].value_serde.deserialize(b'{"name": "a", "tags": []}') == User("a", [])
+    assert stores["countries"].is_global and stores["countries"].ordered
+    assert key_bytes(stores["countries"], '{"iso": "fr"}') == b'{"iso":"fr"}'
+
+
+versions_strategy = st.dictionaries(
+    st.integers(0, 100), st.one_of(st.none(), st.binary(min_size=1, max_size=2)), max_size=8
+)
+
+
+@given(versions_strategy, st.one_of(st.none(), st.integers(-1, 101)))
+def test_the_version_valid_at_a_time_is_the_last_one_from_before_it(
+    written: dict[int, bytes | None], as_of: int | None
+) -> None:
+    versions = sorted(written.items())
+    at = max(written, default=0) if as_of is None else as_of
+    started = [t for t in written if t <= at]
+    expected = None
+    if started and written[max(started)] is not None:
+        later = [t for t in written if t > max(started)]
+        expected = (max(started), written[max(started)], min(later) if later else None)
+    assert valid_version(versions, as_of) == expected
 
 
 @given(st.text())

@@ -3,7 +3,9 @@ date while it runs, resumed from their checkpoint, and held whole by every worke
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.state.global_store import unpack_global
+from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import MemoryBudget
 
 pytestmark = [pytest.mark.broker]
 
@@ -154,3 +158,41 @@ async def test_restored_before_processing_then_updated_resumed_and_held_by_every
         del expected[b"C1"]
         assert table_of(again.worker.global_tables, topic) == expected
         assert table_of(second.worker.global_tables, topic) == expected
+
+
+async def test_a_copy_reports_its_lag_behind_the_topic_until_it_applies_the_updates(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    """What a query answered from a global table says of its copy: records fetched from the
+    topic but not applied yet, and the time since the copy was last at the topic's end."""
+    topic = f"countries-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+    await produce(broker.bootstrap, topic, countries(range(2)))
+    tables = GlobalTables(
+        {topic: 1}, StateDirectory(tmp_path, "lag"), MemoryBudget(), broker.bootstrap
+    )
+    await tables.start()
+    try:
+        before = time.monotonic()
+        assert tables.read_lag(topic, 0) == (0, 0)
+        at_end = (before, time.monotonic())  # the last read finding the copy at the end
+        await produce(broker.bootstrap, topic, [("C0", {"version": 7}), ("C1", {"version": 7})])
+        for _ in range(200):
+            before = time.monotonic()
+            lag = tables.read_lag(topic, 0)
+            if lag not in (None, (0, 0)):
+                break
+            at_end = (before, time.monotonic())
+            await asyncio.sleep(0.05)
+        after = time.monotonic()
+        assert lag is not None and lag[0] == 2  # fetched (the high watermark moved), not applied
+        assert int((before - at_end[1]) * 1000) - 1 <= lag[1] <= int((after - at_end[0]) * 1000)
+        for _ in range(200):
+            await tables.poll()
+            if tables.read_lag(topic, 0) == (0, 0):
+                break
+            await asyncio.sleep(0.1)
+        assert tables.read_lag(topic, 0) == (0, 0)
+        assert table_of(tables, topic)[b"C0"] == 7
+    finally:
+        await tables.close()

@@ -289,6 +289,29 @@ async def test_the_query_command_prints_the_answer(cluster: Cluster) -> None:
     assert "Traceback" not in done.stderr
 
 
+async def test_the_query_command_answers_a_key_range_of_a_table(cluster: Cluster) -> None:
+    endpoint = cluster.urls[1].removeprefix("http://")
+    env = {"STREAMJOIN_TEST_SUFFIX": cluster.suffix}
+    command = ["query", "query_app:joins", cluster.store, "--endpoint", endpoint]
+    command += ["--app-dir", str(APP_DIR)]
+    done = await _run([*command, "--from-key", "user-10", "--to-key", "user-2"], env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0::2] == [
+        f"{cluster.store} {user} = {json.dumps({'name': user, 'n': USERS.index(user)})}"
+        for user in ("user-10", "user-11")
+    ]
+    task = table_task("user-10")
+    assert lines[1] == (
+        f"  partition {task.partition}, active copy at {cluster.owner_url(task)}, "
+        "lag 0 records / 0 ms"
+    )
+    done = await _run([*command, "--limit", "3"], env)
+    lines = done.stdout.splitlines()
+    assert [line.split(" ")[1] for line in lines[0:-1:2]] == sorted(USERS)[:3]
+    assert lines[-1] == "(the first 3 keys: more with a higher --limit)"
+
+
 async def test_queries_are_counted_in_the_worker_metrics(cluster: Cluster) -> None:
     await get(f"{cluster.urls[0]}/stores/{cluster.store}/keys/{cluster.user_of(1)[0]}")
     metrics = cluster.workers[0].worker.metrics.render()
