@@ -69,6 +69,13 @@ def _count(partitions: int | None) -> str:
     return "? partitions" if partitions is None else f"{partitions} partitions"
 
 
+def _read_as(reader: dict[str, Any], merged: bool) -> str:
+    """How a member reads a source: its side of a join, named with the member when merged."""
+    if not merged:
+        return str(reader["side"])
+    return f"{reader['side']} of {reader['member']}" if reader["side"] else reader["member"]
+
+
 def _member_lines(member: dict[str, Any], prefix: str) -> list[str]:
     """A join's or key_by's processors and sink; `prefix` names it in a merged sub-topology."""
     lines = []
@@ -111,8 +118,8 @@ def render(description: dict[str, Any]) -> str:
         merged = len(sub["members"]) > 1
         for source in sub["sources"]:
             read_as = source["read_as"]
-            sides = [f"{r['side']} of {r['member']}" if merged else r["side"] for r in read_as]
-            side = f" [{', '.join(sides)}]" if any(r["side"] for r in read_as) else ""
+            sides = [_read_as(r, merged) for r in read_as if merged or r["side"]]
+            side = f" [{', '.join(sides)}]" if sides else ""
             lines.append(f"    Source: {source['topic']} ({_count(source['partitions'])}){side}")
             for reader in read_as:
                 whose = f" (for {reader['member']})" if merged else ""
