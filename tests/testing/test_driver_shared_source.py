@@ -47,7 +47,15 @@ def test_a_stream_read_by_a_join_and_a_key_by_feeds_both_joins() -> None:
 
 def test_describe_shows_the_merged_sub_topology_with_both_readers_of_the_stream() -> None:
     with TestDriver(shop()) as driver:
-        text = render(describe_topology(driver.topology))
+        described = describe_topology(driver.topology)
+    merged = described["subtopologies"][1]
+    assert (merged["kind"], merged["tasks"], merged["stateless"]) == ("merged", 2, False)
+    assert [m["name"] for m in merged["members"]] == ["pay", "locate-left-repartition"]
+    assert [(s["topic"], [r["member"] for r in s["read_as"]]) for s in merged["sources"]] == [
+        ("orders", ["pay", "locate-left-repartition"]),
+        ("payments", ["pay"]),
+    ]
+    text = render(described)
     assert "  Sub-topology 1: pay.locate-left-repartition (2 tasks)\n" in text
     assert "    Source: orders (2 partitions) [left of pay, locate-left-repartition]\n" in text
     assert "    Processor: pay: inner windowed stream-stream join" in text

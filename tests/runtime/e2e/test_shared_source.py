@@ -32,15 +32,17 @@ async def test_a_scale_out_during_traffic_loses_nothing_of_two_joins_reading_one
             for t in ("impressions", "clicks", "attributed", "rekeyed")
         ],
     )
+    # A backlog first: the tasks reading a shared partition are then at different offsets
+    # when some move to the new worker (where separate tasks took each other's commits).
+    await processes.produce(broker.bootstrap, unique, range(1_500), pace_s=0)
     workers = processes.Workers(broker.bootstrap, unique, tmp_path, app="shared_app:joins")
     workers.start("w1")
     workers.start("w2")
     try:
-        await processes.produce(broker.bootstrap, unique, range(1_000), pace_s=0.05)
-        await workers.wait_for_log("w1", f"task {TASK}_", within_s=60)
+        await workers.wait_for_log("w1", "is running", within_s=60)
         workers.start("w3")  # the scale-out, while the rest of the traffic comes in
         await asyncio.gather(
-            processes.produce(broker.bootstrap, unique, range(1_000, AUCTIONS), pace_s=0.3),
+            processes.produce(broker.bootstrap, unique, range(1_500, AUCTIONS), pace_s=0.3),
             workers.wait_for_log("w3", "is running", within_s=60),
         )
         seen = {
@@ -56,3 +58,4 @@ async def test_a_scale_out_during_traffic_loses_nothing_of_two_joins_reading_one
         assert not missing, f"{output}: missing {len(missing)}: {missing[:20]}\n{workers.logs()}"
         assert max(counts.values()) <= 2, f"{output}: {counts.most_common(3)}"
     assert codes == {"w1": 0, "w2": 0, "w3": 0}, workers.logs()
+    assert f"task {TASK}_" in workers.logs()
