@@ -1,4 +1,4 @@
-"""Two joins reading one topic, through real workers: they are one sub-topology, so one task
+"""Joins reading one topic, through real workers: they are one sub-topology, so one task
 owns each partition of the shared topic. Before, each join's tasks could land on different
 workers that fetched and committed the same partition for themselves, and a scale-out lost
 records. Here a third worker joins during traffic: nothing is lost, and at-least-once repeats
@@ -18,18 +18,18 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 AUCTIONS = 3_000
-TASK = "attribute.rekeyed.rekeyed-right-repartition"
-"""The one sub-topology: both joins and the key_by reading clicks."""
+TASK = "attribute.locate.rekeyed.rekeyed-right-repartition"
+"""The one sub-topology: the three joins and the key_by reading clicks."""
 
 
-async def test_a_scale_out_during_traffic_loses_nothing_of_two_joins_reading_one_topic(
+async def test_a_scale_out_during_traffic_loses_nothing_of_joins_reading_one_topic(
     broker: Broker, unique: str, tmp_path: Path
 ) -> None:
     await ensure_topics(
         broker.bootstrap,
         [
             TopicSpec(f"{t}-{unique}", processes.PARTITIONS)
-            for t in ("impressions", "clicks", "attributed", "rekeyed")
+            for t in ("impressions", "clicks", "regions", "attributed", "rekeyed", "located")
         ],
     )
     # A backlog first: the tasks reading a shared partition are then at different offsets
@@ -49,7 +49,7 @@ async def test_a_scale_out_during_traffic_loses_nothing_of_two_joins_reading_one
             output: await processes.read_joined(
                 broker.bootstrap, unique, AUCTIONS, within_s=90, settle_s=2, output=output
             )
-            for output in ("attributed", "rekeyed")
+            for output in ("attributed", "rekeyed", "located")
         }
     finally:
         codes = workers.stop_all()
