@@ -69,45 +69,63 @@ def _count(partitions: int | None) -> str:
     return "? partitions" if partitions is None else f"{partitions} partitions"
 
 
+def _read_as(reader: dict[str, Any], merged: bool) -> str:
+    """How a member reads a source: its side of a join, named with the member when merged."""
+    if not merged:
+        return str(reader["side"])
+    return f"{reader['side']} of {reader['member']}" if reader["side"] else reader["member"]
+
+
+def _member_lines(member: dict[str, Any], prefix: str) -> list[str]:
+    """A join's or key_by's processors and sink; `prefix` names it in a merged sub-topology."""
+    lines = []
+    processor = member["processor"]
+    if member["kind"] == "join":
+        window = processor["window"]
+        reach = (
+            ""
+            if window is None
+            else f", window before={window['before_ms']}ms after={window['after_ms']}ms "
+            f"grace={window['grace_ms']}ms"
+        )
+        lines.append(f"    Processor: {prefix}{processor['how']} {processor['kind']}{reach}")
+        if "global_store" in processor:
+            lines.append(
+                f"      global store: {processor['global_store']}, looked up by "
+                f"{processor['lookup']}"
+            )
+        for store in processor["stores"]:
+            source = " (the table's own topic)" if store["source_topic"] else ""
+            lines.append(
+                f"      store: {store['name']} ({store['kind']}), "
+                f"changelog {store['changelog']}{source}"
+            )
+    else:
+        lines += [f"    Processor: {prefix}{step}" for step in processor["steps"]]
+    sink = member["sink"]
+    onward = "".join(f" --> Sub-topology {n}" for n in sink["read_by"])
+    lines.append(f"    Sink: {sink['topic']} ({_count(sink['partitions'])}){onward}")
+    return lines
+
+
 def render(description: dict[str, Any]) -> str:
     """The description as indented text, one node a line, `-->` where records go next."""
     lines = [f"Topology of app {description['app']!r}:"]
     for sub in description["subtopologies"]:
         tasks = "?" if sub["tasks"] is None else sub["tasks"]
-        stateless = ", stateless" if sub["kind"] == "repartition" else ""
+        stateless = ", stateless" if sub["stateless"] else ""
         lines.append(f"  Sub-topology {sub['id']}: {sub['name']} ({tasks} tasks{stateless})")
-        processor = sub["processor"]
+        merged = len(sub["members"]) > 1
         for source in sub["sources"]:
-            side = f" [{source['side']}]" if source["side"] else ""
+            read_as = source["read_as"]
+            sides = [_read_as(r, merged) for r in read_as if merged or r["side"]]
+            side = f" [{', '.join(sides)}]" if sides else ""
             lines.append(f"    Source: {source['topic']} ({_count(source['partitions'])}){side}")
-            for step in source["steps"]:
-                lines.append(f"      --> {step}")
-        if sub["kind"] == "join":
-            window = processor["window"]
-            reach = (
-                ""
-                if window is None
-                else f", window before={window['before_ms']}ms after={window['after_ms']}ms "
-                f"grace={window['grace_ms']}ms"
-            )
-            lines.append(f"    Processor: {processor['how']} {processor['kind']}{reach}")
-            if "global_store" in processor:
-                lines.append(
-                    f"      global store: {processor['global_store']}, looked up by "
-                    f"{processor['lookup']}"
-                )
-            for store in processor["stores"]:
-                source = " (the table's own topic)" if store["source_topic"] else ""
-                lines.append(
-                    f"      store: {store['name']} ({store['kind']}), "
-                    f"changelog {store['changelog']}{source}"
-                )
-        else:
-            for step in processor["steps"]:
-                lines.append(f"    Processor: {step}")
-        sink = sub["sink"]
-        onward = "".join(f" --> Sub-topology {n}" for n in sink["read_by"])
-        lines.append(f"    Sink: {sink['topic']} ({_count(sink['partitions'])}){onward}")
+            for reader in read_as:
+                whose = f" (for {reader['member']})" if merged else ""
+                lines += [f"      --> {step}{whose}" for step in reader["steps"]]
+        for member in sub["members"]:
+            lines += _member_lines(member, f"{member['name']}: " if merged else "")
     lines.append("  Internal topics:")
     for topic in description["internal_topics"]:
         lines.append(

@@ -1,9 +1,10 @@
 """An app compiled into its topology: sub-topologies connected by topics, in the order data
 flows, with the partition count of every topic they read and write.
 
-A join is a sub-topology reading its two inputs; a `key_by` is a sub-topology of stateless tasks
-reading the topic before it and writing its repartition topic; a join whose output another join
-reads comes before that join. A cycle (a join whose output reaches its own input) is refused.
+A join reads its two inputs; a `key_by` runs stateless, reading the topic before it and writing
+its repartition topic; a join whose output another join reads comes before that join. A cycle (a
+join whose output reaches its own input) is refused. Joins and key_bys that read a common topic
+are one sub-topology (Kafka Streams' node groups), so one task owns each partition of it.
 Pure: partition counts of existing topics come in (from the broker, or the test driver).
 """
 
@@ -17,7 +18,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.errors import ConfigurationError
 
-__all__ = ("Topology", "compile_topology", "join_order", "shared_sources")
+__all__ = ("Topology", "compile_topology", "group_name", "join_order", "subtopology_groups")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,52 @@ class Topology:
     repartitions: tuple[Repartition, ...]
     partitions: Mapping[str, int | None]
     tasks: Mapping[str, int | None]
+    groups: tuple[tuple[str, ...], ...]
+    """The sub-topologies, as `subtopology_groups` gives them."""
+
+
+def _units(app: App) -> dict[str, tuple[str, ...]]:
+    """Each join (by name) and key_by (by its "<name>-repartition"), in the order sub-topologies
+    were always numbered (joins, then key_bys, each in name order) -> the topics its tasks read."""
+    units = {spec.name: spec.input_topics for spec in sorted(app.joins, key=lambda s: s.name)}
+    for repartition in sorted(app.repartitions, key=lambda r: r.subtopology):
+        units[repartition.subtopology] = (repartition.source.name,)
+    return units
+
+
+def subtopology_groups(app: App) -> tuple[tuple[str, ...], ...]:
+    """The app's sub-topologies: the joins and key_bys (their sub-topology names) connected
+    through the topics they read, transitively (a repartition topic counts). Two tasks reading
+    one partition on two workers would each fetch and commit it for themselves; as one task they
+    commit it once. Numbered by their first member in the former order, so an app where no two
+    read the same topic keeps its sub-topology numbers and names (and its task ids, its state)."""
+    units = _units(app)
+    parent = {name: name for name in units}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    order = {name: index for index, name in enumerate(units)}
+    first_reader: dict[str, str] = {}
+    for name, topics in units.items():
+        for topic in topics:
+            a, b = sorted(
+                (root(first_reader.setdefault(topic, name)), root(name)), key=order.__getitem__
+            )
+            parent[b] = a  # the root is always a group's first member
+    groups: dict[str, list[str]] = {}
+    for name in units:
+        groups.setdefault(root(name), []).append(name)
+    return tuple(tuple(members) for members in groups.values())
+
+
+def group_name(members: Sequence[str]) -> str:
+    """A sub-topology's name: its one member's, or its members' joined by "." (a task id is
+    a directory name: letters, digits, ".", "_", "-")."""
+    return ".".join(members)
 
 
 def _producers(app: App) -> dict[str, str]:
@@ -137,7 +184,11 @@ def compile_topology(
 ) -> Topology:
     """The app's topology with partition counts. `existing`: counts of topics that exist (the
     broker's; the driver's). A source topic neither existing nor declared is an error when
-    `require_sources`, else its count stays None (`describe` without a broker)."""
+    `require_sources`, else its count stays None (`describe` without a broker).
+
+    A sub-topology's source topics all have one partition count (Kafka Streams' rule), as its
+    task p reads partition p of each: every join's two inputs are checked alike, a key_by has
+    one, and its members share topics, so that follows from the joins' own check."""
     if not app.joins:
         raise ConfigurationError(f"app {app.app_id!r} declares no joins: nothing to run")
     joins = join_order(app)
@@ -216,7 +267,7 @@ def compile_topology(
     problems += _declared_mismatches(app, existing, repartition_of)
     if problems:
         raise ConfigurationError("; ".join(dict.fromkeys(problems)))
-    return Topology(app, joins, repartitions, counts, tasks)
+    return Topology(app, joins, repartitions, counts, tasks, subtopology_groups(app))
 
 
 def _declared_mismatches(
@@ -229,30 +280,6 @@ def _declared_mismatches(
         if (actual := existing.get(topic)) is not None
         and topic not in internal
         and actual != declared
-    ]
-
-
-def shared_sources(topology: Topology) -> list[str]:
-    """Topics read by two sub-topologies, as warnings. Their tasks may be placed on different
-    workers, each fetching and committing the same partitions for its own task, and records go
-    missing; one worker runs them correctly. (Kafka Streams merges such sub-topologies into one;
-    streamjoin does not yet.)"""
-    return _shared_sources(topology.joins, topology.repartitions)
-
-
-def _shared_sources(joins: Sequence[JoinSpec], repartitions: Sequence[Repartition]) -> list[str]:
-    readers: dict[str, list[str]] = {}
-    for spec in joins:
-        for topic in dict.fromkeys(spec.input_topics):
-            readers.setdefault(topic, []).append(f"join {spec.name!r}")
-    for repartition in repartitions:
-        readers.setdefault(repartition.source.name, []).append(f"key_by {repartition.name!r}")
-    return [
-        f"topic {topic!r} is read by {' and '.join(names)}: with more than one worker their tasks "
-        "share its offsets and records are lost (not yet merged into one sub-topology); read it "
-        "in one of them and chain the other to its output, or copy the topic for the other"
-        for topic, names in sorted(readers.items())
-        if len(names) > 1
     ]
 
 

@@ -18,7 +18,9 @@ __all__ = ("describe_topology",)
 
 
 def describe_topology(topology: Topology) -> dict[str, Any]:
-    """{"app", "subtopologies": [...], "internal_topics": [...]}; counts are None where unknown."""
+    """{"app", "subtopologies": [...], "internal_topics": [...]}; counts are None where unknown.
+    A sub-topology lists its members (the joins and key_bys it runs; several where they read a
+    common topic), and its sources once each."""
     app = topology.app
     tasks = {name: count or 0 for name, count in topology.tasks.items()}
     numbered = AppTopology(app, tasks)
@@ -26,32 +28,43 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
     subtopologies: list[dict[str, Any]] = []
     internal: list[dict[str, Any]] = []
     for index, name in enumerate(numbered.names):
-        spec, repartition = numbered.join(name), numbered.repartition(name)
-        if spec is not None:
-            entry = _join(spec, topology)
-            for store in entry["processor"]["stores"]:
-                if store["source_topic"]:
-                    continue  # a table's store restores from the table's own topic
+        members: list[dict[str, Any]] = []
+        for member in numbered.members(name):
+            if isinstance(member, JoinSpec):
+                entry = _join(member, topology)
+                for store in entry["processor"]["stores"]:
+                    if store["source_topic"]:
+                        continue  # a table's store restores from the table's own topic
+                    internal.append(
+                        {
+                            "topic": store["changelog"],
+                            "kind": "changelog",
+                            "partitions": topology.tasks[member.name],
+                            "of": f"store {store['name']!r}",
+                        }
+                    )
+            else:
+                entry = _repartition(member, topology)
                 internal.append(
                     {
-                        "topic": store["changelog"],
-                        "kind": "changelog",
-                        "partitions": topology.tasks[name],
-                        "of": f"store {store['name']!r}",
+                        "topic": member.topic.name,
+                        "kind": "repartition",
+                        "partitions": count(member.topic.name),
+                        "of": f"key_by {member.name!r}",
                     }
                 )
-        else:
-            assert repartition is not None
-            entry = _repartition(repartition, topology)
-            internal.append(
-                {
-                    "topic": repartition.topic.name,
-                    "kind": "repartition",
-                    "partitions": count(repartition.topic.name),
-                    "of": f"key_by {repartition.name!r}",
-                }
-            )
-        subtopologies.append({"id": index, "name": name, "tasks": topology.tasks[name], **entry})
+            members.append(entry)
+        subtopologies.append(
+            {
+                "id": index,
+                "name": name,
+                "tasks": topology.tasks[members[0]["name"]],
+                "kind": members[0]["kind"] if len(members) == 1 else "merged",
+                "stateless": all(m["kind"] == "repartition" for m in members),
+                "sources": _sources(members),
+                "members": members,
+            }
+        )
     for spec in topology.joins:
         fk = spec.foreign_key
         if fk is not None and fk.side == "left":
@@ -72,12 +85,10 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
             "of": "bad records of every sub-topology",
         }
     )
-    readers: dict[str, list[int]] = {}
+    readers = {source["topic"]: [sub["id"]] for sub in subtopologies for source in sub["sources"]}
     for sub in subtopologies:
-        for source in sub["sources"]:
-            readers.setdefault(source["topic"], []).append(sub["id"])
-    for sub in subtopologies:
-        sub["sink"]["read_by"] = readers.get(sub["sink"]["topic"], [])
+        for member in sub["members"]:
+            member["sink"]["read_by"] = readers.get(member["sink"]["topic"], [])
     order = [spec.name for spec in topology.joins]
     return {
         "app": app.app_id,
@@ -103,6 +114,22 @@ def _global_tables(topology: Topology) -> list[dict[str, Any]]:
         }
         for topic, joins in sorted(readers.items())
     ]
+
+
+def _sources(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each topic the sub-topology reads, once, with who reads it: as which side and after
+    which steps ("read_as"; one entry per member reading it)."""
+    sources: dict[str, dict[str, Any]] = {}
+    for member in members:
+        for source in member["sources"]:
+            entry = sources.setdefault(
+                source["topic"],
+                {"topic": source["topic"], "partitions": source["partitions"], "read_as": []},
+            )
+            entry["read_as"].append(
+                {"member": member["name"], "side": source["side"], "steps": source["steps"]}
+            )
+    return list(sources.values())
 
 
 def _steps(steps: tuple[Step, ...]) -> list[str]:
@@ -145,6 +172,7 @@ def _join(spec: JoinSpec, topology: Topology) -> dict[str, Any]:
         processor["global_store"] = f"global/{spec.right.name}"
         processor["lookup"] = spec.lookup.describe().replace("key_by", "key", 1)
     return {
+        "name": spec.name,
         "kind": "join",
         "sources": sources,
         "processor": processor,
@@ -156,6 +184,7 @@ def _repartition(repartition: Repartition, topology: Topology) -> dict[str, Any]
     count = topology.partitions.get
     source = repartition.source.name
     return {
+        "name": repartition.subtopology,
         "kind": "repartition",
         "sources": [{"topic": source, "partitions": count(source), "side": None, "steps": []}],
         "processor": {

@@ -1,8 +1,10 @@
 """The worker's active tasks: created when the group assigns their partitions, fed with fetched
 records, and handed back (committed, state suspended) when their partitions are revoked.
 
-A task whose state is still restoring does not hold up the others: its input partitions are
-paused until its stores are ready, while every other task keeps processing.
+A task runs every join and key_by of its sub-topology (those reading a common topic), each
+with its own buffers and positions; it commits a partition they share at the lowest of their
+positions. A task whose state is still restoring does not hold up the others: its input
+partitions are paused until its stores are ready, while every other task keeps processing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
+from streamjoin.dsl.spec import Repartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.runtime.joins.counters import JoinCounters
@@ -27,9 +30,11 @@ from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topology import (
     AppTopology,
     GlobalTables,
-    JoinProcessor,
+    Member,
+    StoreLookup,
     TaskId,
     build_processor,
+    member_inputs,
 )
 from streamjoin.state.manager import StateManager
 
@@ -48,14 +53,26 @@ class FetchControl(Protocol):
     def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
 
 
-@dataclass(slots=True)
-class _Active:
-    """A task this worker owns: restoring (task is None) or running. A join task reads two
-    inputs (left, right), a repartition task one."""
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """One join (two inputs: left, right) or key_by (one input) of a running task."""
 
     inputs: tuple[TopicPartition, ...]
-    task: JoinTask | RepartitionTask | None = None
+    task: JoinTask | RepartitionTask
+
+
+@dataclass(slots=True)
+class _Active:
+    """A task this worker owns: restoring (no members yet) or running its members."""
+
+    inputs: tuple[TopicPartition, ...]
+    """Every partition its members read, each once."""
+    members: tuple[_Member, ...] = ()
     opening: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return bool(self.members)
 
 
 class TaskManager(RebalanceListener):
@@ -80,11 +97,12 @@ class TaskManager(RebalanceListener):
         self.app = app
         self.topology = topology
         self.roles = roles
-        self._readers: defaultdict[str, list[tuple[str, Side]]] = defaultdict(list)
-        """Topic -> the sub-topologies reading it, and as which side."""
+        self._readers: defaultdict[str, list[tuple[str, int, Side]]] = defaultdict(list)
+        """Topic -> the sub-topologies reading it, the member reading it and as which side."""
         for name in topology.names:
-            for side, topic in zip(SIDES, topology.inputs(name), strict=False):
-                self._readers[topic].append((name, side))
+            for index, member in enumerate(topology.members(name)):
+                for side, topic in zip(SIDES, member_inputs(member), strict=False):
+                    self._readers[topic].append((name, index, side))
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
@@ -96,7 +114,7 @@ class TaskManager(RebalanceListener):
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
         """Inputs paused because their task already has plenty of their records buffered."""
-        self._waiting: defaultdict[TaskId, list[tuple[Side, list[Any]]]] = defaultdict(list)
+        self._waiting: defaultdict[TaskId, list[tuple[int, Side, list[Any]]]] = defaultdict(list)
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
         self.failure: BaseException | None = None
@@ -165,45 +183,46 @@ class TaskManager(RebalanceListener):
                 continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
-            for name, side in self._readers.get(tp.topic, ()):
+            for name, index, side in self._readers.get(tp.topic, ()):
                 task_id = TaskId(name, tp.partition)
                 active = self.active.get(task_id)
-                if active is not None and active.task is not None:
-                    active.task.add(side, records)
+                if active is not None and active.running:
+                    active.members[index].task.add(side, records)
                 else:
                     # Restoring, or its other input is not here yet: keep them until it runs
                     # (the partition is paused meanwhile; nothing is fetched twice).
-                    self._waiting[task_id].append((side, records))
+                    self._waiting[task_id].append((index, side, records))
         return count
 
     def process(
         self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 500
     ) -> int:
-        """Process up to `budget` buffered records, a slice per running task in turn, so one
-        call never keeps the event loop (heartbeats, fetches) waiting for long."""
-        running = [a for a in self.active.values() if a.task is not None]
+        """Process up to `budget` buffered records, a slice per join or key_by of each running
+        task in turn, so one call never keeps the event loop (heartbeats, fetches) waiting for
+        long."""
+        running = [m for a in self.active.values() for m in a.members]
         done = 0
         while running and done < budget:
             share = max(1, (budget - done) // len(running))
             still_busy = []
-            for active in running:
-                assert active.task is not None
+            for member in running:
 
                 def side_lag(
-                    side: Side, inputs: tuple[TopicPartition, ...] = active.inputs
+                    side: Side, inputs: tuple[TopicPartition, ...] = member.inputs
                 ) -> int | None:
                     return lag(inputs[side])
 
-                count = active.task.process(now_ms, side_lag, min(share, 200))
+                count = member.task.process(now_ms, side_lag, min(share, 200))
                 done += count
                 if count:
-                    still_busy.append(active)
+                    still_busy.append(member)
             running = still_busy
         return done
 
     def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
-        """Offsets to commit: per input partition, the lowest position of the running tasks
-        that read it (a partition some reading task has not started on is left out)."""
+        """Offsets to commit: per input partition, the lowest position of the running tasks'
+        members that read it (a partition some reading member has not started on is left
+        out)."""
         chosen = (
             self.active
             if task_ids is None
@@ -212,12 +231,15 @@ class TaskManager(RebalanceListener):
         lowest: dict[TopicPartition, int] = {}
         blocked: set[TopicPartition] = set()
         for active in chosen.values():
-            positions = active.task.positions() if active.task else {}
-            for side, tp in zip(SIDES, active.inputs, strict=False):
-                if side not in positions:
-                    blocked.add(tp)
-                elif tp not in lowest or positions[side] < lowest[tp]:
-                    lowest[tp] = positions[side]
+            if not active.running:
+                blocked.update(active.inputs)
+            for member in active.members:
+                positions = member.task.positions()
+                for side, tp in zip(SIDES, member.inputs, strict=False):
+                    if side not in positions:
+                        blocked.add(tp)
+                    elif tp not in lowest or positions[side] < lowest[tp]:
+                        lowest[tp] = positions[side]
         return {tp: offset for tp, offset in lowest.items() if tp not in blocked}
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
@@ -228,9 +250,8 @@ class TaskManager(RebalanceListener):
             counters = JoinCounters()
             counters.add(self.retired[spec.name])
             dead = self.retired_dead_letters[spec.name]
-            for task_id, active in self.active.items():
-                task = active.task
-                if task_id.subtopology == spec.name and isinstance(task, JoinTask):
+            for task in self._running_tasks():
+                if isinstance(task, JoinTask) and task.spec.name == spec.name:
                     counters.add(task.processor.counters)
                     dead += task.dead_letters
                 elif isinstance(task, RepartitionTask) and task.repartition.join == spec.name:
@@ -241,9 +262,9 @@ class TaskManager(RebalanceListener):
     def rekeyed(self) -> Counter[str]:
         """Records each key_by sub-topology wrote to its repartition topic, on this worker."""
         total = Counter(self.repartitioned)
-        for task_id, active in self.active.items():
-            if isinstance(active.task, RepartitionTask):
-                total[task_id.subtopology] += active.task.records_out
+        for task in self._running_tasks():
+            if isinstance(task, RepartitionTask):
+                total[task.repartition.subtopology] += task.records_out
         return total
 
     def tasks_per_subtopology(self) -> Counter[str]:
@@ -255,16 +276,16 @@ class TaskManager(RebalanceListener):
         full = {
             tp
             for a in self.active.values()
-            if a.task is not None
-            for side, tp in zip(SIDES, a.inputs, strict=False)
-            if a.task.buffered_for(side) > limit
+            for m in a.members
+            for side, tp in zip(SIDES, m.inputs, strict=False)
+            if m.task.buffered_for(side) > limit
         }
         if full != self._full:
             self._full = full
             self._apply_pauses()
 
     def buffered(self) -> int:
-        return sum(a.task.buffered() for a in self.active.values() if a.task is not None)
+        return sum(task.buffered() for task in self._running_tasks())
 
     async def lose_all(self) -> None:
         """Drop every task without committing (exactly-once, when the transaction fails)."""
@@ -279,6 +300,9 @@ class TaskManager(RebalanceListener):
                     await active.opening
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _running_tasks(self) -> list[JoinTask | RepartitionTask]:
+        return [m.task for a in self.active.values() for m in a.members]
 
     async def _sync_standbys(self) -> None:
         """Standbys and learners tail their changelogs; so does an active task whose partitions
@@ -303,7 +327,7 @@ class TaskManager(RebalanceListener):
         """Tasks for which this worker now owns every input partition."""
         found: set[TaskId] = set()
         for tp in partitions:
-            for name, _ in self._readers.get(tp.topic, ()):
+            for name, _, _ in self._readers.get(tp.topic, ()):
                 task_id = TaskId(name, tp.partition)
                 if all(i in self._owned for i in self._inputs(task_id)):
                     found.add(task_id)
@@ -326,46 +350,51 @@ class TaskManager(RebalanceListener):
             TopicPartition(t, partition) for t in self.topology.inputs(task_id.subtopology)
         )
 
+    def _member_inputs(self, task_id: TaskId, member: Member) -> tuple[TopicPartition, ...]:
+        return tuple(TopicPartition(t, task_id.partition) for t in member_inputs(member))
+
     async def _open(self, task_id: TaskId) -> None:
         active = self.active[task_id]
-        repartition = self.topology.repartition(task_id.subtopology)
-        if repartition is not None:  # stateless: runs at once
-            active.task = RepartitionTask(
-                self.app.app_id,
-                repartition,
-                task_id,
-                self._sink,
-                on_error=self.app.settings.on_error,
-            )
-            for side, records in self._waiting.pop(task_id, ()):
-                active.task.add(side, records)
-            logger.info("task %s is running", task_id)
-            self._apply_pauses()
-            return
-        spec = self.topology.join(task_id.subtopology)
-        assert spec is not None
-        if not self.topology.is_stateful(task_id.subtopology):  # a global-table join
-            self._start_join(
-                active, task_id, build_processor(spec, None, self._sink, self.global_tables)
-            )
+        if not self.topology.is_stateful(task_id.subtopology):  # key_bys, global-table joins
+            self._start(active, task_id, None)
             return
         self.roles.standby.discard(task_id)
         state = await self._state.open_active(self.topology.task_spec(task_id))
 
         async def become_ready() -> None:
             await state.wait_ready()
-            self._start_join(active, task_id, build_processor(spec, state, self._sink))
+            self._start(active, task_id, state)
 
         active.opening = asyncio.create_task(become_ready(), name=f"open {task_id}")
         active.opening.add_done_callback(self._opened)
 
-    def _start_join(self, active: _Active, task_id: TaskId, processor: JoinProcessor) -> None:
-        spec = self.topology.join(task_id.subtopology)
-        assert spec is not None
+    def _start(self, active: _Active, task_id: TaskId, state: StoreLookup | None) -> None:
+        """Run the task: each of its members, fed what was fetched for it meanwhile."""
+        active.members = tuple(
+            _Member(self._member_inputs(task_id, member), self._member_task(task_id, member, state))
+            for member in self.topology.members(task_id.subtopology)
+        )
+        for index, side, records in self._waiting.pop(task_id, ()):
+            active.members[index].task.add(side, records)
+        active.opening = None
+        logger.info("task %s is running", task_id)
+        self._apply_pauses()
+
+    def _member_task(
+        self, task_id: TaskId, member: Member, state: StoreLookup | None
+    ) -> JoinTask | RepartitionTask:
         settings = self.app.settings
-        active.task = JoinTask(
+        if isinstance(member, Repartition):
+            return RepartitionTask(
+                self.app.app_id, member, task_id, self._sink, on_error=settings.on_error
+            )
+        if member.is_global:
+            processor = build_processor(member, None, self._sink, self.global_tables)
+        else:
+            processor = build_processor(member, state, self._sink)
+        return JoinTask(
             self.app.app_id,
-            spec,
+            member,
             task_id,
             processor,
             self._sink,
@@ -374,11 +403,6 @@ class TaskManager(RebalanceListener):
             max_future_ms=settings.max_future_ms,
             max_record_bytes=settings.max_record_bytes,
         )
-        for side, records in self._waiting.pop(task_id, ()):
-            active.task.add(side, records)
-        active.opening = None
-        logger.info("task %s is running", task_id)
-        self._apply_pauses()
 
     def _opened(self, opening: asyncio.Task[None]) -> None:
         if not opening.cancelled() and opening.exception() is not None:
@@ -386,12 +410,14 @@ class TaskManager(RebalanceListener):
 
     async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
         active = self.active.pop(task_id)
-        if isinstance(active.task, JoinTask):
-            self.retired[task_id.subtopology].add(active.task.processor.counters)
-            self.retired_dead_letters[task_id.subtopology] += active.task.dead_letters
-        elif active.task is not None:
-            self.repartitioned[task_id.subtopology] += active.task.records_out
-            self.retired_dead_letters[active.task.repartition.join] += active.task.dead_letters
+        for member in active.members:
+            task = member.task
+            if isinstance(task, JoinTask):
+                self.retired[task.spec.name].add(task.processor.counters)
+                self.retired_dead_letters[task.spec.name] += task.dead_letters
+            else:
+                self.repartitioned[task.repartition.subtopology] += task.records_out
+                self.retired_dead_letters[task.repartition.join] += task.dead_letters
         if active.opening is not None:
             active.opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -408,7 +434,7 @@ class TaskManager(RebalanceListener):
     def _apply_pauses(self) -> None:
         """Pause exactly the owned partitions that no running task reads (a task restoring,
         or one whose other input is not here yet), and those with a full buffer."""
-        running = {tp for a in self.active.values() if a.task is not None for tp in a.inputs}
+        running = {tp for a in self.active.values() if a.running for tp in a.inputs}
         running -= self._full
         if self.fetch is not None:
             self.fetch.pause(self._owned - running)

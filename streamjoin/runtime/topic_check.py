@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from streamjoin.dsl.app import App
-from streamjoin.dsl.topology import Topology, compile_topology, shared_sources
+from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
@@ -47,8 +47,6 @@ async def check_topics(app: App, bootstrap: KafkaTarget) -> Topology:
     async with open_admin(bootstrap) as admin:
         counts = await partition_counts(admin)
     topology = compile_topology(app, counts)
-    for warning in shared_sources(topology):
-        logger.warning("%s", warning)
     partitions = topology.partitions
     outputs: dict[str, TopicSpec] = {}
     internal = app.foreign_key_topics

@@ -1,10 +1,11 @@
 """How an app's sub-topologies become tasks: task ids, the stores each task needs, its processor.
 
-Each join is a sub-topology; its task for partition p reads partition p of both input topics
-(seed 000: one partition number across the co-partitioned topics). Each `key_by` is a
-sub-topology of stateless tasks, task p reading partition p of the topic before it. A task id
-is "<sub-topology>_<partition>": "<join>_<p>" (which also names the task's state directory) or
-"<key_by name>-repartition_<p>".
+A join's task for partition p reads partition p of both input topics (seed 000: one partition
+number across the co-partitioned topics); a `key_by`'s stateless task p reads partition p of the
+topic before it. Joins and key_bys reading a common topic are one sub-topology, whose task p runs
+them all (`subtopology_groups`). A task id is "<sub-topology>_<partition>": "<join>_<p>" (which
+also names the task's state directory), "<key_by name>-repartition_<p>", or for several
+"<member>.<member>_<p>".
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from streamjoin.assignment.tasks.group_assignor import Subtopology
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec, Repartition
 from streamjoin.dsl.topics import Table
+from streamjoin.dsl.topology import group_name, subtopology_groups
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft, ForeignKeyRight
 from streamjoin.runtime.joins.global_table import GlobalLookup, GlobalTableJoin
@@ -37,9 +39,11 @@ __all__ = (
     "AppTopology",
     "GlobalTables",
     "JoinProcessor",
+    "Member",
     "StoreLookup",
     "TaskId",
     "build_processor",
+    "member_inputs",
     "store_specs",
 )
 
@@ -161,46 +165,56 @@ def build_processor(
     return WindowedJoin(spec, stores.window(names["left"]), stores.window(names["right"]), pending)
 
 
+Member = JoinSpec | Repartition
+"""What a sub-topology runs: joins and key_bys."""
+
+
+def member_inputs(member: Member) -> tuple[str, ...]:
+    """The topics a member reads, left then right for a join."""
+    if isinstance(member, JoinSpec):
+        return member.input_topics
+    return (member.source.name,)
+
+
 class AppTopology:
-    """An app's sub-topologies, numbered for the task assignor and its user data: the joins in
-    name order, then the repartitions in name order (so an app without key_by numbers its
-    joins as before, and every worker of the app numbers them alike). A repartition
-    sub-topology is stateless: the assignor places its tasks for balance only."""
+    """An app's sub-topologies, numbered for the task assignor and its user data as
+    `subtopology_groups` orders them (an app where no two joins or key_bys read one topic
+    numbers and names them as before: joins, then repartitions, in name order; every worker of
+    the app numbers them alike). A sub-topology of key_bys only is stateless: the assignor
+    places its tasks for balance only."""
 
     def __init__(self, app: App, partitions: Mapping[str, int]) -> None:
-        """`partitions`: each sub-topology's task count, by name."""
+        """`partitions`: each join's and key_by's task count, by sub-topology name."""
         self.app = app
         self.joins = tuple(sorted(app.joins, key=lambda spec: spec.name))
         self.repartitions = tuple(sorted(app.repartitions, key=lambda r: r.subtopology))
-        self.names = (
-            *(spec.name for spec in self.joins),
-            *(r.subtopology for r in self.repartitions),
-        )
+        units: dict[str, Member] = {spec.name: spec for spec in self.joins}
+        units.update({r.subtopology: r for r in self.repartitions})
+        groups = subtopology_groups(app)
+        self.names = tuple(group_name(members) for members in groups)
+        self._members = {
+            group_name(members): tuple(units[m] for m in members) for members in groups
+        }
         self._index = {name: i for i, name in enumerate(self.names)}
-        self._joins = {spec.name: spec for spec in self.joins}
-        self._repartitions = {r.subtopology: r for r in self.repartitions}
         self.partitions = dict(partitions)
+        """By sub-topology, and by join / key_by (the stores of a join are found by its name)."""
+        for members in groups:
+            self.partitions[group_name(members)] = partitions[members[0]]
 
     def subtopologies(self) -> list[Subtopology]:
         return [Subtopology(self.inputs(name), self.is_stateful(name)) for name in self.names]
 
-    def join(self, subtopology: str) -> JoinSpec | None:
-        return self._joins.get(subtopology)
-
-    def repartition(self, subtopology: str) -> Repartition | None:
-        return self._repartitions.get(subtopology)
+    def members(self, subtopology: str) -> tuple[Member, ...]:
+        """The joins and key_bys its tasks run, in name order (joins first)."""
+        return self._members[subtopology]
 
     def is_stateful(self, subtopology: str) -> bool:
         """Whether its tasks keep state of their own (a global-table join reads the worker's)."""
-        spec = self._joins.get(subtopology)
-        return spec is not None and not spec.is_global
+        return any(isinstance(m, JoinSpec) and not m.is_global for m in self._members[subtopology])
 
     def inputs(self, subtopology: str) -> tuple[str, ...]:
-        """The topics the sub-topology's tasks read, left then right for a join."""
-        spec = self._joins.get(subtopology)
-        if spec is not None:
-            return spec.input_topics
-        return (self._repartitions[subtopology].source.name,)
+        """The topics the sub-topology's tasks read, each once: for one join, left then right."""
+        return tuple(dict.fromkeys(t for m in self._members[subtopology] for t in member_inputs(m)))
 
     def input_topics(self) -> list[str]:
         """Every topic some task reads, sorted."""
@@ -216,10 +230,15 @@ class AppTopology:
         return 0 <= task.subtopology < len(self.names)
 
     def task_spec(self, task: TaskId) -> TaskSpec:
-        """The state of a join task (a repartition task has none)."""
-        spec = self._joins[task.subtopology]
-        stores = store_specs(spec)
-        return TaskSpec(str(task), task.partition, self.partitions[spec.name], stores)
+        """The state of a task: the stores of every join it runs (named after their join, so
+        they keep their changelogs whichever sub-topology the join is in)."""
+        stores = tuple(
+            store
+            for member in self._members[task.subtopology]
+            if isinstance(member, JoinSpec)
+            for store in store_specs(member)
+        )
+        return TaskSpec(str(task), task.partition, self.partitions[task.subtopology], stores)
 
     def all_tasks(self) -> list[TaskId]:
         return [TaskId(name, p) for name in self.names for p in range(self.partitions[name])]

@@ -165,10 +165,10 @@ def register_worker_metrics(
         "gauge",
         "Active tasks on this worker, by state",
         lambda: [
-            ((("state", "running"),), float(sum(1 for a in manager.active.values() if a.task))),
+            ((("state", "running"),), float(sum(1 for a in manager.active.values() if a.running))),
             (
                 (("state", "restoring"),),
-                float(sum(1 for a in manager.active.values() if not a.task)),
+                float(sum(1 for a in manager.active.values() if not a.running)),
             ),
         ],
     )

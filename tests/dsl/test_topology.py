@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from streamjoin import App, JoinWindows
-from streamjoin.dsl.topology import compile_topology, join_order, shared_sources
+from streamjoin.dsl.topology import compile_topology, join_order
 from streamjoin.errors import ConfigurationError
 
 WINDOW = JoinWindows.of(10)
@@ -120,18 +120,3 @@ def test_a_join_named_like_a_repartition_sub_topology_is_refused() -> None:
     app.join(a, c, window=WINDOW, into="o2", name="j-repartition")(joiner)
     with pytest.raises(ConfigurationError, match="has the name of the sub-topology of key_by 'j'"):
         compile_topology(app, {"a": 1, "b": 1, "c": 1})
-
-
-def test_workers_warn_of_a_topic_read_by_two_sub_topologies_naming_both() -> None:
-    """Their tasks would be placed apart and share the topic's committed offsets."""
-    app = App("shop")
-    orders, payments, refunds = app.topic("orders"), app.topic("payments"), app.topic("refunds")
-    app.join(orders, payments, window=WINDOW, into="paid", name="pay")(joiner)
-    app.join(orders, refunds.key_by("order"), window=WINDOW, into="refunded", name="refund")(joiner)
-    topology = compile_topology(app, {"orders": 2, "payments": 2, "refunds": 2})  # driver, Spark
-    assert shared_sources(topology) == [  # a worker logs it
-        "topic 'orders' is read by join 'pay' and join 'refund': with more than one worker "
-        "their tasks share its offsets and records are lost (not yet merged into one "
-        "sub-topology); read it in one of them and chain the other to its output, or copy the "
-        "topic for the other"
-    ]

@@ -22,6 +22,7 @@ from join_cases import CASES, JOINERS, build_app, join_name
 from pyspark.sql import DataFrame, SparkSession
 
 from streamjoin.dsl.app import App
+from streamjoin.dsl.topology import subtopology_groups
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
 from streamjoin.runtime.output import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
@@ -253,7 +254,8 @@ async def run_worker(bootstrap: str, suffix: str, tmp: Path) -> WorkerRun:
     log = tmp / "worker.log"
     worker = start_worker(bootstrap, suffix, tmp, log)
     try:
-        await wait_until_running(worker, log, len(app.joins), within_s=60)
+        # A case's two joins read its two topics: one sub-topology, one task.
+        await wait_until_running(worker, log, len(subtopology_groups(app)), within_s=60)
         await produce_cases(bootstrap, suffix)
         written = await read_outputs(bootstrap, suffix, want, within_s=60)
     finally:

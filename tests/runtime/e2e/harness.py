@@ -70,7 +70,7 @@ class Running:
         manager = self.worker.manager
         if manager is None:
             return set()
-        return {t for t, a in manager.active.items() if a.task is not None}
+        return {t for t, a in manager.active.items() if a.running}
 
     async def stop(self) -> None:
         if self.task is not None and not self.task.done():

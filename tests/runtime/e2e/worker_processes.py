@@ -150,16 +150,18 @@ async def read_joined(
     within_s: float,
     isolation_level: str = "read_uncommitted",
     settle_s: float = 0.0,
+    output: str = "attributed",
 ) -> Counter[int]:
-    """How often each auction was joined, read until `want` auctions are seen (or `within_s`
-    passed), then until nothing more arrives for `settle_s` (so late repeats are counted)."""
+    """How often each auction was joined (into `output`), read until `want` auctions are seen
+    (or `within_s` passed), then until nothing more arrives for `settle_s` (so late repeats are
+    counted)."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level
     )
     await consumer.start()
     seen: Counter[int] = Counter()
     try:
-        tps = [TopicPartition(f"attributed-{suffix}", p) for p in range(PARTITIONS)]
+        tps = [TopicPartition(f"{output}-{suffix}", p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         deadline = time.monotonic() + within_s

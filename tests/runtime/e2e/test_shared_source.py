@@ -1,0 +1,61 @@
+"""Joins reading one topic, through real workers: they are one sub-topology, so one task
+owns each partition of the shared topic. Before, each join's tasks could land on different
+workers that fetched and committed the same partition for themselves, and a scale-out lost
+records. Here a third worker joins during traffic: nothing is lost, and at-least-once repeats
+a result at most once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import worker_processes as processes
+
+from streamjoin.broker import Broker
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+AUCTIONS = 3_000
+TASK = "attribute.locate.rekeyed.rekeyed-right-repartition"
+"""The one sub-topology: the three joins and the key_by reading clicks."""
+
+
+async def test_a_scale_out_during_traffic_loses_nothing_of_joins_reading_one_topic(
+    broker: Broker, unique: str, tmp_path: Path
+) -> None:
+    await ensure_topics(
+        broker.bootstrap,
+        [
+            TopicSpec(f"{t}-{unique}", processes.PARTITIONS)
+            for t in ("impressions", "clicks", "regions", "attributed", "rekeyed", "located")
+        ],
+    )
+    # A backlog first: the tasks reading a shared partition are then at different offsets
+    # when some move to the new worker (where separate tasks took each other's commits).
+    await processes.produce(broker.bootstrap, unique, range(1_500), pace_s=0)
+    workers = processes.Workers(broker.bootstrap, unique, tmp_path, app="shared_app:joins")
+    workers.start("w1")
+    workers.start("w2")
+    try:
+        await workers.wait_for_log("w1", "is running", within_s=60)
+        workers.start("w3")  # the scale-out, while the rest of the traffic comes in
+        await asyncio.gather(
+            processes.produce(broker.bootstrap, unique, range(1_500, AUCTIONS), pace_s=0.3),
+            workers.wait_for_log("w3", "is running", within_s=60),
+        )
+        seen = {
+            output: await processes.read_joined(
+                broker.bootstrap, unique, AUCTIONS, within_s=90, settle_s=2, output=output
+            )
+            for output in ("attributed", "rekeyed", "located")
+        }
+    finally:
+        codes = workers.stop_all()
+    for output, counts in seen.items():
+        missing = sorted(set(range(AUCTIONS)) - counts.keys())
+        assert not missing, f"{output}: missing {len(missing)}: {missing[:20]}\n{workers.logs()}"
+        assert max(counts.values()) <= 2, f"{output}: {counts.most_common(3)}"
+    assert codes == {"w1": 0, "w2": 0, "w3": 0}, workers.logs()
+    assert f"task {TASK}_" in workers.logs()
