@@ -92,7 +92,8 @@ class QueryableStore:
     """The name users query it by."""
     kind: str
     subtopology: str
-    """Its tasks' sub-topology (a join's name): the key's partition picks the task."""
+    """Its join's name (the query service maps it to the sub-topology whose tasks run the
+    join): the key's partition picks the task."""
     local_name: str
     """The store's name inside a task (and in its changelog topic)."""
     key_serde: Serde

@@ -196,6 +196,7 @@ class AppTopology:
             group_name(members): tuple(units[m] for m in members) for members in groups
         }
         self._index = {name: i for i, name in enumerate(self.names)}
+        self._group_of = {m: group_name(members) for members in groups for m in members}
         self.partitions = dict(partitions)
         """By sub-topology, and by join / key_by (the stores of a join are found by its name)."""
         for members in groups:
@@ -203,6 +204,11 @@ class AppTopology:
 
     def subtopologies(self) -> list[Subtopology]:
         return [Subtopology(self.inputs(name), self.is_stateful(name)) for name in self.names]
+
+    def subtopology_of(self, member: str) -> str:
+        """The sub-topology whose tasks run the join or key_by `member` (its own, or the merged
+        one of the joins that share a source topic with it)."""
+        return self._group_of[member]
 
     def members(self, subtopology: str) -> tuple[Member, ...]:
         """The joins and key_bys its tasks run, in name order (joins first)."""

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from streamjoin import App, JoinWindows
 from streamjoin.dsl.topology import compile_topology, subtopology_groups
 from streamjoin.errors import ConfigurationError
+from streamjoin.query.service import QueryService
+from streamjoin.query.stores import task_of
 from streamjoin.runtime.topology import AppTopology, TaskId
 
 WINDOW = JoinWindows.of(10)
@@ -128,3 +130,15 @@ def test_without_shared_topics_names_and_numbers_stay_as_they_were(app: App) -> 
         assert len(groups) < len(units)
     firsts = [group[0] for group in groups]
     assert firsts == sorted(firsts, key=units.index)
+
+
+def test_a_query_of_a_merged_join_s_store_is_routed_to_the_merged_task() -> None:
+    """Interactive queries find a key's task by sub-topology: a store of `pay` lives in the tasks
+    of `pay.refund`, where the key's partition of orders is."""
+    topology = AppTopology(
+        shop(), {"audit": 2, "pay": 4, "refund": 4, "refund-right-repartition": 3}
+    )
+    service = QueryService(topology, state=None, assignment=lambda: None, forward=None)  # type: ignore[arg-type]
+    assert topology.subtopology_of("refund") == "pay.refund"
+    assert service.stores["pay-left"].subtopology == "pay.refund"
+    assert task_of(service.stores["audit-right"], b"k", 2).subtopology == "audit"
