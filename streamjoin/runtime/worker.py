@@ -163,6 +163,8 @@ class Worker:
         """Exactly-once: held while tasks process and while a transaction commits."""
         self._txn: TransactionState | None = None
         self._commit_lock = asyncio.Lock()
+        self._commits_refused = False
+        """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
@@ -221,11 +223,8 @@ class Worker:
                 give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
                 check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
             )
-            failed = True  # then the producer's transaction is dropped, not waited for
             try:
-                with collector_tuned_for_throughput(), watch.quiet.installed():
-                    await self._run(producer, topology, watch)
-                failed = False
+                await self._run_then_close(producer, topology, watch)
                 return
             except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
                 committed = self._txn is not None and self._txn.commits > 0
@@ -239,6 +238,20 @@ class Worker:
                     type(exc).__name__,
                     exc,
                 )
+
+    async def _run_then_close(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
+        """Run with this producer, then close it (after a failure, within seconds: its
+        transaction is dropped, its pending sends are not waited for)."""
+        failed = True
+        # Held back until the producer is closed too: its pending sends complain on every
+        # metadata update about topics that are gone.
+        with watch.quiet.installed():
+            try:
+                with collector_tuned_for_throughput():
+                    await self._run(producer, topology, watch)
+                failed = False
             finally:
                 await _closed(producer.stop(), quickly=failed or watch.lost_since is not None)
 
@@ -385,20 +398,25 @@ class Worker:
             await self._commit(None)
         except BaseException:
             failed = True  # then closing waits a few seconds at most, never for good
-            if self.exactly_once:  # nothing of the open transaction may be committed now
-                await manager.lose_all()
+            # Nothing of the open transaction may be committed now; nor may offsets go to a
+            # broker whose topics are gone (they would point into topics made anew).
+            self._commits_refused = watch.verdict is not None
+            if self.exactly_once or self._commits_refused:
+                await _closed(manager.lose_all(), quickly=True)
             raise
         finally:
             if self.queries is not None:
                 await self.queries.stop()  # before the stores it reads close
             followups.cancel()
             monitor.cancel()
-            await self.purger.close()
+            quickly = failed or watch.lost_since is not None
+            await self.purger.close(wait=not quickly)
             logger.info("stopping: leaving the group")
-            await _closed(consumer.stop(), quickly=failed or watch.lost_since is not None)
+            await _closed(consumer.stop(), quickly=quickly)
             await manager.close()
             logger.info("stopping: closing the state stores")
-            await state.close(clean=watch.lost_since is None)
+            # After a failure the last commit's checkpoints stand: nothing waits for the broker.
+            await _closed(state.close(clean=not quickly), quickly=quickly)
             if bars is not None:
                 bars.stop()
             if server is not None:
@@ -474,36 +492,51 @@ class Worker:
         """Fetch, process, produce; commit every interval in the background, so a commit that
         waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
         assert self.manager is not None and self.sink is not None
-        manager, sink, consumer = self.manager, self.sink, self.consumer
+        manager = self.manager
         next_commit = time.monotonic() + self.commit_interval_s
         committing: asyncio.Task[None] | None = None
-        while not self._stopping.is_set():
-            if manager.failure is not None:
-                raise manager.failure
-            busy = manager.buffered() > 0
-            manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
-            # Exactly-once: a revocation (which holds the lock) never comes between fetching
-            # records and handing them to their tasks.
-            async with self.transaction if self.exactly_once else contextlib.nullcontext():
-                await self.global_tables.poll()  # table updates before the records fetched next
-                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
-                manager.route(fetched)
-                processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
-                await sink.drain()
-            # Yield to the event loop every round even when nothing above had to wait (fetched
-            # records at hand, room in the producer): heartbeats and fetches run in between.
-            await asyncio.sleep(0.005 if busy and not processed else 0)
-            due = time.monotonic() >= next_commit or self.state.needs_flush
-            if due and self.exactly_once:  # tasks wait for the transaction to commit
-                await self._commit(None)
-                next_commit = time.monotonic() + self.commit_interval_s
-            elif due and (committing is None or committing.done()):
-                if committing is not None:
-                    committing.result()  # a failed flush stops the worker: nothing is lost
-                committing = asyncio.create_task(self._commit(None), name="commit")
-                next_commit = time.monotonic() + self.commit_interval_s
-        if committing is not None:
-            await committing
+        try:
+            while not self._stopping.is_set():
+                if manager.failure is not None:
+                    raise manager.failure
+                busy = manager.buffered() > 0
+                processed = await self._round(busy)
+                # Yield to the event loop every round even when nothing above had to wait (fetched
+                # records at hand, room in the producer): heartbeats and fetches run in between.
+                await asyncio.sleep(0.005 if busy and not processed else 0)
+                due = time.monotonic() >= next_commit or self.state.needs_flush
+                if due and self.exactly_once:  # tasks wait for the transaction to commit
+                    await self._commit(None)
+                    next_commit = time.monotonic() + self.commit_interval_s
+                elif due and (committing is None or committing.done()):
+                    if committing is not None:
+                        committing.result()  # a failed flush stops the worker: nothing is lost
+                    committing = asyncio.create_task(self._commit(None), name="commit")
+                    next_commit = time.monotonic() + self.commit_interval_s
+            if committing is not None:
+                await committing
+        finally:
+            if committing is not None and not committing.done():
+                # Stopped by a failure: the commit's flush may wait for a broker that cannot
+                # answer (a deleted topic's metadata), and nothing may be committed now.
+                committing.cancel()
+                await asyncio.gather(committing, return_exceptions=True)
+
+    async def _round(self, busy: bool) -> int:
+        """Fetch, hand the records to their tasks, process some, hand the output to the
+        producer; returns the records processed."""
+        assert self.manager is not None and self.sink is not None
+        manager = self.manager
+        manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+        # Exactly-once: a revocation (which holds the lock) never comes between fetching
+        # records and handing them to their tasks.
+        async with self.transaction if self.exactly_once else contextlib.nullcontext():
+            await self.global_tables.poll()  # table updates before the records fetched next
+            fetched = await self.consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+            manager.route(fetched)
+            processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
+            await self.sink.drain()
+        return processed
 
     def _lag(self) -> list[tuple[TopicPartition, int]]:
         return [
@@ -522,6 +555,8 @@ class Worker:
                 await self._commit_transaction()
             return
         async with self._commit_lock:
+            if self._commits_refused:
+                return
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
             await self.state.commit()
@@ -571,35 +606,39 @@ def _check_query_options(options: WorkerOptions) -> None:
 
 async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:
     """Run `work` to its end, unless `watch` raises first: then `work` is cancelled and the
-    watch's error raised."""
+    watch's error raised. A task that does not end within seconds of its cancellation (a send
+    waiting for a topic's metadata) is left behind, not waited for."""
     working = asyncio.create_task(work, name="worker loop")
     watching = asyncio.create_task(watch, name="broker watch")
     try:
         await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
-            working.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await working
-            watching.result()
-        await working
     finally:
         for task in (working, watching):
             task.cancel()
-        await asyncio.gather(working, watching, return_exceptions=True)
+        _, stuck = await asyncio.wait({working, watching}, timeout=_CLOSE_WITHOUT_BROKER_S)
+        for task in stuck:
+            logger.warning("%s did not stop when cancelled; left behind", task.get_name())
+    first = watching if watching.done() and not watching.cancelled() else working
+    if first.done():
+        first.result()
 
 
 async def _closed(closing: Coroutine[Any, Any, None], *, quickly: bool) -> None:
-    """Close a client; without a broker, give it a few seconds (it would wait for answers)."""
+    """Close a client or the stores; after a failure or without a broker, give it a few
+    seconds (it would wait for answers), then cancel it and leave it if it does not end."""
     if not quickly:
         await closing
         return
+    task = asyncio.ensure_future(closing)
     try:
-        await asyncio.wait_for(closing, _CLOSE_WITHOUT_BROKER_S)
-    except (TimeoutError, KafkaError):
-        pass
+        done, _ = await asyncio.wait({task}, timeout=_CLOSE_WITHOUT_BROKER_S)
+        if not done:
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=_CLOSE_WITHOUT_BROKER_S)
     except asyncio.CancelledError:
-        # A client cancels its own pending requests on close and may let that escape; only a
-        # cancellation of this task itself goes on.
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
+        task.cancel()
+        raise
+    if not done:
+        logger.warning("%s did not stop when cancelled; left behind", task.get_coro())
+    elif not task.cancelled() and not isinstance(task.exception(), KafkaError | None):
+        task.result()

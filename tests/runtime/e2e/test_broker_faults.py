@@ -1,6 +1,6 @@
-"""Fault drills with the broker: gone for good, stalled past the session timeout, and an input
-topic deleted while workers run. Each drill has a broker of its own (the embedded one), so that
-stopping it touches no other test."""
+"""Fault drills with the broker: gone for good, stalled past the session timeout, an input
+topic deleted while workers run, and Apache Kafka restarted on the same port with its data or
+without it. Each drill has a broker of its own, so that stopping it touches no other test."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ async def test_an_input_topic_deleted_while_running_stops_the_worker(
     assert code == 2, workers.logs()
     # The embedded broker may re-create the topic (with its default partition count) when a
     # client asks for it: either way the worker's tasks no longer fit its inputs.
-    assert "no longer has the app's input topics" in last or "restart the workers" in last, last
+    assert "no longer has the app's topics" in last or "restart the workers" in last, last
 
 
 async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
@@ -168,3 +168,51 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     print(f"Kafka restarted: {len(missing)} missing, {duplicates} duplicates")
     assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
     assert codes == {"w1": 0, "w2": 0}, workers.logs()
+
+
+async def test_an_apache_kafka_back_empty_stops_the_workers_in_one_line(
+    unique: str, tmp_path: Path
+) -> None:
+    """A broker restarted on the same port without its data, under load: the topics are gone,
+    which no rejoin can fix. The worker says so in one line and exits 2 within seconds, though
+    sends to the deleted topics were pending; it neither recreates the topics nor commits
+    offsets into the empty broker."""
+    first = KafkaBroker()
+    bootstrap = first.start()
+    empty: KafkaBroker | None = None
+    workers = processes.Workers(bootstrap, unique, tmp_path)
+    try:
+        await processes.make_topics(bootstrap, unique)
+        workers.start("w1")
+        producing = asyncio.create_task(
+            processes.produce(bootstrap, unique, range(100_000), pace_s=0.02)
+        )
+        await processes.read_joined(bootstrap, unique, want=200, within_s=60)
+        first.stop()
+        producing.cancel()
+        empty = KafkaBroker(first.port)
+        empty.start()
+        code = exits(workers, "w1", 45)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            topics = set(await admin.list_topics())
+            committed = await admin.list_consumer_group_offsets(f"e2e-{unique}")
+        finally:
+            await admin.close()
+    finally:
+        workers.stop_all()
+        for broker in (empty, first):
+            if broker is not None:
+                broker.stop()
+    log = (tmp_path / "w1.log").read_text(errors="replace")
+    assert code == 2, workers.logs()
+    assert "Traceback" not in log, log
+    lines = log.splitlines()
+    outage = lines[next(i for i, line in enumerate(lines) if "does not answer" in line) :]
+    assert len(outage) < 40, "\n".join(outage[:60])
+    last = lines[-1]
+    assert last.startswith("error: the broker no longer has the app's topics"), last
+    assert "came back without its data" in last and "restart the workers" in last, last
+    assert not {t for t in topics if unique in t}, f"the worker made topics anew: {topics}"
+    assert not committed, f"offsets committed into the empty broker: {committed}"
