@@ -10,10 +10,12 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import worker_processes as processes
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 from streamjoin.broker import EmbeddedBroker, KafkaBroker
 
@@ -33,6 +35,25 @@ def exits(workers: processes.Workers, name: str, within_s: float) -> int | None:
         return workers.processes[name].wait(within_s)
     except processes.subprocess.TimeoutExpired:
         return None
+
+
+async def topics_and_offsets(bootstrap: str, group: str) -> tuple[set[str], dict[Any, Any]]:
+    """The broker's topics and the group's committed offsets (a fresh broker has no offsets
+    topic until asked: its coordinator takes a few seconds to appear)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                committed = await admin.list_consumer_group_offsets(group)
+                break
+            except GroupCoordinatorNotAvailableError:
+                assert time.monotonic() < deadline, "no group coordinator"
+                await asyncio.sleep(0.5)
+        return set(await admin.list_topics()), committed
+    finally:
+        await admin.close()
 
 
 async def test_a_broker_gone_for_good_stops_busy_and_idle_workers_in_one_line(
@@ -193,13 +214,7 @@ async def test_an_apache_kafka_back_empty_stops_the_workers_in_one_line(
         empty = KafkaBroker(first.port)
         empty.start()
         code = exits(workers, "w1", 45)
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            topics = set(await admin.list_topics())
-            committed = await admin.list_consumer_group_offsets(f"e2e-{unique}")
-        finally:
-            await admin.close()
+        topics, committed = await topics_and_offsets(bootstrap, f"e2e-{unique}")
     finally:
         workers.stop_all()
         for broker in (empty, first):
