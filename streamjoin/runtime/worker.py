@@ -6,12 +6,13 @@
 
 A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Under
 exactly-once each commit interval is one transaction of the worker's transactional producer
-(transaction_state.py): tasks pause while it commits, and any failure loses every task and
-starts the worker's producer and group membership over from the committed offsets. Tasks map
-to workers through the consumer group with streamjoin's task assignor under the COOPERATIVE
-protocol: a worker joining or leaving pauses only the tasks that move, and a task moves only
-once its new owner has restored its state as a learner (then the follow-up rebalance hands it
-over).
+(exactly_once.py, transaction_state.py): tasks pause while it commits, and any failure loses
+every task and starts the worker's producer and group membership over from the committed
+offsets. Tasks map to workers through the consumer group with streamjoin's task assignor under
+the COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move, and a
+task moves only once its new owner has restored its state as a learner (then the follow-up
+rebalance hands it over). Once the worker fails, no stop step waits for the broker for more
+than seconds (stopping.py); worker_endpoints.py serves its metrics and queries.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
@@ -40,31 +38,33 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.kafka.transactions import MemberIdentity, TransactionAborted
-from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.metrics import MetricsRegistry
 from streamjoin.query.server import QueryServer
 from streamjoin.runtime.broker_watch import BrokerWatch
+from streamjoin.runtime.exactly_once import commit_transaction, run_restarting
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.process_identity import transactional_id
-from streamjoin.runtime.producer_sink import DeliveryError, ProducerSink
+from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.purge import RepartitionPurger
-from streamjoin.runtime.task_manager import TaskManager, TasksLost
+from streamjoin.runtime.stopping import closed, until_failed
+from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.transaction_state import TransactionState, transaction_timeout_ms
-from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
-from streamjoin.runtime.worker_metrics import (
-    RestoreTracker,
-    register_query_metrics,
-    register_worker_metrics,
+from streamjoin.runtime.worker_endpoints import (
+    check_query_options,
+    register_metrics,
+    serve_metrics,
+    serve_queries,
 )
+from streamjoin.runtime.worker_memory import memory_budget
+from streamjoin.runtime.worker_metrics import RestoreTracker
 from streamjoin.state.changelog_topics import ensure_changelogs
-from streamjoin.state.errors import StateError
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.manager import StateConfig, StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
@@ -76,10 +76,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_BUFFERED_PER_INPUT = 20_000
 """Records of one input partition a task may hold before that partition is paused."""
-_MAX_FRUITLESS_RESTARTS = 3
-"""Exactly-once: transactions failing this many times in a row without one commit stop the
-worker (a configuration problem, not a passing fault)."""
-_CLOSE_WITHOUT_BROKER_S = 3.0
 _FETCH_MAX_WAIT_MS = 50
 """How long the broker may hold a fetch that finds nothing new. aiokafka keeps one fetch in
 flight per broker: a partition whose buffered records were just drained is not fetched again
@@ -143,7 +139,7 @@ class Worker:
                     f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
                 )
             settings.max_future_ms = options.max_future_ms
-        _check_query_options(options)
+        check_query_options(options.query_port, options.advertised_query_url)
         if options.broker_unavailable_timeout_s is not None:
             settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
         if options.num_standby_replicas is not None:
@@ -214,8 +210,8 @@ class Worker:
 
     async def _run_restarting(self, topology: AppTopology, compiled: Topology) -> None:
         """Run; exactly-once: start over (new producer, new member) when a transaction fails."""
-        restarts = 0
-        while True:
+
+        async def attempt() -> None:
             producer = await self._start_producer()
             watch = BrokerWatch(
                 producer.client,
@@ -223,21 +219,14 @@ class Worker:
                 give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
                 check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
             )
-            try:
-                await self._run_then_close(producer, topology, watch)
-                return
-            except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
-                committed = self._txn is not None and self._txn.commits > 0
-                restarts = 0 if committed else restarts + 1
-                stopping = self._stopping.is_set()
-                if not self.exactly_once or stopping or restarts > _MAX_FRUITLESS_RESTARTS:
-                    raise
-                logger.warning(
-                    "exactly-once: the transaction failed (%s: %s); it is aborted, this "
-                    "worker's tasks are lost and it joins its group again",
-                    type(exc).__name__,
-                    exc,
-                )
+            await self._run_then_close(producer, topology, watch)
+
+        await run_restarting(
+            attempt,
+            exactly_once=self.exactly_once,
+            stopping=self._stopping.is_set,
+            committed=lambda: self._txn is not None and self._txn.commits > 0,
+        )
 
     async def _run_then_close(
         self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
@@ -253,7 +242,7 @@ class Worker:
                     await self._run(producer, topology, watch)
                 failed = False
             finally:
-                await _closed(producer.stop(), quickly=failed or watch.lost_since is not None)
+                await closed(producer.stop(), quickly=failed or watch.lost_since is not None)
 
     def _producer(self, transactional_id: str | None) -> AIOKafkaProducer:
         """The worker's one producer (outputs, dead letters, changelogs, repartition topics).
@@ -381,9 +370,26 @@ class Worker:
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
         self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
-        self._register_metrics(manager, sink, restores, state)
-        server = await self._metrics_server()
-        self.queries = await self._serve_queries(topology, state, roles)
+        register_metrics(
+            self.metrics,
+            manager,
+            sink,
+            restores,
+            state,
+            lag=self._lag,
+            loop_monitor=self.loop_monitor,
+        )
+        options = self.options
+        server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
+        self.queries = await serve_queries(
+            self.metrics,
+            topology,
+            state,
+            roles,
+            port=options.query_port,
+            host=options.query_host,
+            advertised=options.advertised_query_url,
+        )
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
@@ -393,7 +399,7 @@ class Worker:
         )
         failed = False
         try:
-            await _until_failed(self._loop(), watch.run())
+            await until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
             await self._commit(None)
         except BaseException:
@@ -402,7 +408,7 @@ class Worker:
             # broker whose topics are gone (they would point into topics made anew).
             self._commits_refused = watch.verdict is not None
             if self.exactly_once or self._commits_refused:
-                await _closed(manager.lose_all(), quickly=True)
+                await closed(manager.lose_all(), quickly=True)
             raise
         finally:
             if self.queries is not None:
@@ -412,61 +418,17 @@ class Worker:
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)
             logger.info("stopping: leaving the group")
-            await _closed(consumer.stop(), quickly=quickly)
+            await closed(consumer.stop(), quickly=quickly)
             await manager.close()
             logger.info("stopping: closing the state stores")
             # After a failure the last commit's checkpoints stand: nothing waits for the broker.
-            await _closed(state.close(clean=not quickly), quickly=quickly)
+            await closed(state.close(clean=not quickly), quickly=quickly)
             if bars is not None:
                 bars.stop()
             if server is not None:
                 await server.stop()
         self._log_summary()
         logger.info("worker stopped")
-
-    def _register_metrics(
-        self,
-        manager: TaskManager,
-        sink: ProducerSink,
-        restores: RestoreTracker,
-        state: StateManager,
-    ) -> None:
-        register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
-        register_memory_metrics(self.metrics, state)
-        self.metrics.register(
-            "event_loop_stalls_total",
-            "counter",
-            "Times the event loop ran over 1 s late",
-            lambda: [((), float(self.loop_monitor.stalls))],
-        )
-
-    async def _metrics_server(self) -> MetricsServer | None:
-        """The Prometheus endpoint, when asked for."""
-        port = self.options.metrics_port
-        if port is None:
-            return None
-        server = MetricsServer(self.metrics, port, self.options.metrics_host)
-        await server.start()
-        return server
-
-    async def _serve_queries(
-        self, topology: AppTopology, state: StateManager, roles: WorkerRoles
-    ) -> QueryServer | None:
-        """Answer queries, and advertise where in the subscription (before joining the group)."""
-        options = self.options
-        if options.query_port is None:
-            return None
-        queries = QueryServer(
-            topology,
-            state,
-            lambda: roles.assignor.latest,
-            host=options.query_host,
-            port=options.query_port,
-            advertised=options.advertised_query_url,
-        )
-        roles.query_url = await queries.start()
-        register_query_metrics(self.metrics, queries.stats)
-        return queries
 
     def _log_summary(self) -> None:
         assert self.manager is not None and self.sink is not None
@@ -574,71 +536,12 @@ class Worker:
         await self._commit_transaction()
 
     async def _commit_transaction(self) -> None:
-        """Exactly-once: one transaction holds every task's outputs, changelog writes and input
-        offsets since the last commit; commit it and begin the next. Every task takes part (as
-        in Kafka Streams): a revocation commits all tasks, not only those leaving."""
-        assert self.manager is not None and self._txn is not None
-        manager = self.manager
-        if manager.failure is not None:
-            raise manager.failure
-        offsets = manager.positions(None)
-        await self.sink.flush()  # type: ignore[union-attr]
-        await self.state.prepare_commit()
-        member = self.consumer.member
-        identity = MemberIdentity(
-            self.app.app_id, member.generation, member.member_id, member.config.group_instance_id
+        assert self.manager is not None and self.sink is not None and self._txn is not None
+        await commit_transaction(
+            self._txn,
+            self.manager,
+            sink=self.sink,
+            state=self.state,
+            consumer=self.consumer,
+            purger=self.purger,
         )
-        await self._txn.commit(offsets, identity, still_owned=lambda: manager.failure)
-        self.state.complete_commit()
-        self.purger.after_commit(offsets)
-
-
-def _check_query_options(options: WorkerOptions) -> None:
-    advertised = options.advertised_query_url
-    if advertised is not None:
-        if options.query_port is None:
-            raise ConfigurationError("--advertised-query-url needs --query-port (no queries)")
-        if not advertised.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"--advertised-query-url {advertised!r}: give a URL, http://host:port"
-            )
-
-
-async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:
-    """Run `work` to its end, unless `watch` raises first: then `work` is cancelled and the
-    watch's error raised. A task that does not end within seconds of its cancellation (a send
-    waiting for a topic's metadata) is left behind, not waited for."""
-    working = asyncio.create_task(work, name="worker loop")
-    watching = asyncio.create_task(watch, name="broker watch")
-    try:
-        await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (working, watching):
-            task.cancel()
-        _, stuck = await asyncio.wait({working, watching}, timeout=_CLOSE_WITHOUT_BROKER_S)
-        for task in stuck:
-            logger.warning("%s did not stop when cancelled; left behind", task.get_name())
-    first = watching if watching.done() and not watching.cancelled() else working
-    if first.done():
-        first.result()
-
-
-async def _closed(closing: Coroutine[Any, Any, None], *, quickly: bool) -> None:
-    """Close a client or the stores; after a failure or without a broker, give it a few
-    seconds (it would wait for answers), then cancel it and leave it if it does not end."""
-    if not quickly:
-        await closing
-        return
-    task = asyncio.ensure_future(closing)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=_CLOSE_WITHOUT_BROKER_S)
-        if not done:
-            task.cancel()
-            done, _ = await asyncio.wait({task}, timeout=_CLOSE_WITHOUT_BROKER_S)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if not done:
-        logger.warning("%s did not stop when cancelled; left behind", task.get_coro())
-    elif not task.cancelled() and not isinstance(task.exception(), KafkaError | None):
-        task.result()
