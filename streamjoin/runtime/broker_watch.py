@@ -94,6 +94,8 @@ class BrokerWatch:
         self._answer_within = answer_within_s
         self._clock = clock
         self.lost_since: float | None = None
+        self.verdict: StreamJoinError | None = None
+        """Why the worker cannot go on, once `run` has raised it."""
         self.quiet = OutageLogFilter()
 
     async def run(self) -> None:
@@ -101,7 +103,12 @@ class BrokerWatch:
         fit: then raise (BrokerUnavailableError, ConfigurationError)."""
         while True:
             await asyncio.sleep(self._interval)
-            await self.look()
+            try:
+                await self.look()
+            except StreamJoinError as exc:
+                self.verdict = exc
+                self.quiet.down = True  # closing: the clients' complaints add nothing now
+                raise
 
     async def look(self) -> None:
         """One look: note the broker's state, and raise if the worker cannot go on."""

@@ -67,8 +67,12 @@ class RepartitionPurger:
             return
         self._purged.update(due)
 
-    async def close(self) -> None:
+    async def close(self, *, wait: bool = True) -> None:
+        """Wait for a purge under way, or (not `wait`: the worker failed) stop it: the next
+        commit's purge covers its records."""
         if self._running is not None:
+            if not wait:
+                self._running.cancel()
             await asyncio.gather(self._running, return_exceptions=True)
         if self._admin is not None:
             await self._admin.close()

@@ -20,15 +20,18 @@ logger = logging.getLogger(__name__)
 
 
 def check_running_topics(app: App, counts: dict[str, int], started: Topology) -> None:
-    """While the worker runs: every input still exists, and every sub-topology has the task
-    count it was started with (`started`, from `check_topics`); raises ConfigurationError."""
-    try:
-        now = compile_topology(app, counts)
-    except ConfigurationError as exc:
+    """While the worker runs: every topic it read or wrote at start still exists, and every
+    sub-topology has the task count it was started with (`started`, from `check_topics`);
+    raises ConfigurationError."""
+    gone = sorted(topic for topic in started.partitions if topic not in counts)
+    if gone:
         raise ConfigurationError(
-            f"the broker no longer has the app's input topics (deleted, or a broker that came "
-            f"back without its data): {exc}"
-        ) from None
+            f"the broker no longer has the app's topics {', '.join(map(repr, gone))} (deleted, "
+            "or a broker that came back without its data); nothing more is processed or "
+            "committed: bring the broker's data back, or create the topics again and restart "
+            "the workers"
+        )
+    now = compile_topology(app, counts)
     changed = [
         f"{name!r} was started with {count} partitions, its inputs now have {now.tasks[name]}"
         for name, count in sorted(started.tasks.items())

@@ -6,12 +6,13 @@
 
 A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Under
 exactly-once each commit interval is one transaction of the worker's transactional producer
-(transaction_state.py): tasks pause while it commits, and any failure loses every task and
-starts the worker's producer and group membership over from the committed offsets. Tasks map
-to workers through the consumer group with streamjoin's task assignor under the COOPERATIVE
-protocol: a worker joining or leaving pauses only the tasks that move, and a task moves only
-once its new owner has restored its state as a learner (then the follow-up rebalance hands it
-over).
+(exactly_once.py, transaction_state.py): tasks pause while it commits, and any failure loses
+every task and starts the worker's producer and group membership over from the committed
+offsets. Tasks map to workers through the consumer group with streamjoin's task assignor under
+the COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move, and a
+task moves only once its new owner has restored its state as a learner (then the follow-up
+rebalance hands it over). Once the worker fails, no stop step waits for the broker for more
+than seconds (stopping.py); worker_endpoints.py serves its metrics and queries.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
@@ -40,31 +38,33 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.kafka.transactions import MemberIdentity, TransactionAborted
-from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.metrics import MetricsRegistry
 from streamjoin.query.server import QueryServer
 from streamjoin.runtime.broker_watch import BrokerWatch
+from streamjoin.runtime.exactly_once import commit_transaction, run_restarting
 from streamjoin.runtime.followup import FollowupTrigger
 from streamjoin.runtime.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.process_identity import transactional_id
-from streamjoin.runtime.producer_sink import DeliveryError, ProducerSink
+from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.purge import RepartitionPurger
-from streamjoin.runtime.task_manager import TaskManager, TasksLost
+from streamjoin.runtime.stopping import closed, until_failed
+from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.transaction_state import TransactionState, transaction_timeout_ms
-from streamjoin.runtime.worker_memory import memory_budget, register_memory_metrics
-from streamjoin.runtime.worker_metrics import (
-    RestoreTracker,
-    register_query_metrics,
-    register_worker_metrics,
+from streamjoin.runtime.worker_endpoints import (
+    check_query_options,
+    register_metrics,
+    serve_metrics,
+    serve_queries,
 )
+from streamjoin.runtime.worker_memory import memory_budget
+from streamjoin.runtime.worker_metrics import RestoreTracker
 from streamjoin.state.changelog_topics import ensure_changelogs
-from streamjoin.state.errors import StateError
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.manager import StateConfig, StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
@@ -76,10 +76,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_BUFFERED_PER_INPUT = 20_000
 """Records of one input partition a task may hold before that partition is paused."""
-_MAX_FRUITLESS_RESTARTS = 3
-"""Exactly-once: transactions failing this many times in a row without one commit stop the
-worker (a configuration problem, not a passing fault)."""
-_CLOSE_WITHOUT_BROKER_S = 3.0
 _FETCH_MAX_WAIT_MS = 50
 """How long the broker may hold a fetch that finds nothing new. aiokafka keeps one fetch in
 flight per broker: a partition whose buffered records were just drained is not fetched again
@@ -143,7 +139,7 @@ class Worker:
                     f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
                 )
             settings.max_future_ms = options.max_future_ms
-        _check_query_options(options)
+        check_query_options(options.query_port, options.advertised_query_url)
         if options.broker_unavailable_timeout_s is not None:
             settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
         if options.num_standby_replicas is not None:
@@ -163,6 +159,8 @@ class Worker:
         """Exactly-once: held while tasks process and while a transaction commits."""
         self._txn: TransactionState | None = None
         self._commit_lock = asyncio.Lock()
+        self._commits_refused = False
+        """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
@@ -212,8 +210,8 @@ class Worker:
 
     async def _run_restarting(self, topology: AppTopology, compiled: Topology) -> None:
         """Run; exactly-once: start over (new producer, new member) when a transaction fails."""
-        restarts = 0
-        while True:
+
+        async def attempt() -> None:
             producer = await self._start_producer()
             watch = BrokerWatch(
                 producer.client,
@@ -221,26 +219,30 @@ class Worker:
                 give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
                 check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
             )
-            failed = True  # then the producer's transaction is dropped, not waited for
+            await self._run_then_close(producer, topology, watch)
+
+        await run_restarting(
+            attempt,
+            exactly_once=self.exactly_once,
+            stopping=self._stopping.is_set,
+            committed=lambda: self._txn is not None and self._txn.commits > 0,
+        )
+
+    async def _run_then_close(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
+        """Run with this producer, then close it (after a failure, within seconds: its
+        transaction is dropped, its pending sends are not waited for)."""
+        failed = True
+        # Held back until the producer is closed too: its pending sends complain on every
+        # metadata update about topics that are gone.
+        with watch.quiet.installed():
             try:
-                with collector_tuned_for_throughput(), watch.quiet.installed():
+                with collector_tuned_for_throughput():
                     await self._run(producer, topology, watch)
                 failed = False
-                return
-            except (TransactionAborted, TasksLost, KafkaError, DeliveryError, StateError) as exc:
-                committed = self._txn is not None and self._txn.commits > 0
-                restarts = 0 if committed else restarts + 1
-                stopping = self._stopping.is_set()
-                if not self.exactly_once or stopping or restarts > _MAX_FRUITLESS_RESTARTS:
-                    raise
-                logger.warning(
-                    "exactly-once: the transaction failed (%s: %s); it is aborted, this "
-                    "worker's tasks are lost and it joins its group again",
-                    type(exc).__name__,
-                    exc,
-                )
             finally:
-                await _closed(producer.stop(), quickly=failed or watch.lost_since is not None)
+                await closed(producer.stop(), quickly=failed or watch.lost_since is not None)
 
     def _producer(self, transactional_id: str | None) -> AIOKafkaProducer:
         """The worker's one producer (outputs, dead letters, changelogs, repartition topics).
@@ -368,9 +370,27 @@ class Worker:
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
         self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
-        self._register_metrics(manager, sink, restores, state)
-        server = await self._metrics_server()
-        self.queries = await self._serve_queries(topology, state, roles)
+        register_metrics(
+            self.metrics,
+            manager,
+            sink,
+            restores,
+            state,
+            lag=self._lag,
+            loop_monitor=self.loop_monitor,
+        )
+        options = self.options
+        server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
+        self.queries = await serve_queries(
+            self.metrics,
+            topology,
+            state,
+            roles,
+            port=options.query_port,
+            host=options.query_host,
+            advertised=options.advertised_query_url,
+            global_tables=self.global_tables,
+        )
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
@@ -380,76 +400,36 @@ class Worker:
         )
         failed = False
         try:
-            await _until_failed(self._loop(), watch.run())
+            await until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
             await self._commit(None)
         except BaseException:
             failed = True  # then closing waits a few seconds at most, never for good
-            if self.exactly_once:  # nothing of the open transaction may be committed now
-                await manager.lose_all()
+            # Nothing of the open transaction may be committed now; nor may offsets go to a
+            # broker whose topics are gone (they would point into topics made anew).
+            self._commits_refused = watch.verdict is not None
+            if self.exactly_once or self._commits_refused:
+                await closed(manager.lose_all(), quickly=True)
             raise
         finally:
             if self.queries is not None:
                 await self.queries.stop()  # before the stores it reads close
             followups.cancel()
             monitor.cancel()
-            await self.purger.close()
+            quickly = failed or watch.lost_since is not None
+            await self.purger.close(wait=not quickly)
             logger.info("stopping: leaving the group")
-            await _closed(consumer.stop(), quickly=failed or watch.lost_since is not None)
+            await closed(consumer.stop(), quickly=quickly)
             await manager.close()
             logger.info("stopping: closing the state stores")
-            await state.close(clean=watch.lost_since is None)
+            # After a failure the last commit's checkpoints stand: nothing waits for the broker.
+            await closed(state.close(clean=not quickly), quickly=quickly)
             if bars is not None:
                 bars.stop()
             if server is not None:
                 await server.stop()
         self._log_summary()
         logger.info("worker stopped")
-
-    def _register_metrics(
-        self,
-        manager: TaskManager,
-        sink: ProducerSink,
-        restores: RestoreTracker,
-        state: StateManager,
-    ) -> None:
-        register_worker_metrics(self.metrics, manager, sink, restores, self._lag)
-        register_memory_metrics(self.metrics, state)
-        self.metrics.register(
-            "event_loop_stalls_total",
-            "counter",
-            "Times the event loop ran over 1 s late",
-            lambda: [((), float(self.loop_monitor.stalls))],
-        )
-
-    async def _metrics_server(self) -> MetricsServer | None:
-        """The Prometheus endpoint, when asked for."""
-        port = self.options.metrics_port
-        if port is None:
-            return None
-        server = MetricsServer(self.metrics, port, self.options.metrics_host)
-        await server.start()
-        return server
-
-    async def _serve_queries(
-        self, topology: AppTopology, state: StateManager, roles: WorkerRoles
-    ) -> QueryServer | None:
-        """Answer queries, and advertise where in the subscription (before joining the group)."""
-        options = self.options
-        if options.query_port is None:
-            return None
-        queries = QueryServer(
-            topology,
-            state,
-            lambda: roles.assignor.latest,
-            host=options.query_host,
-            port=options.query_port,
-            advertised=options.advertised_query_url,
-            global_tables=self.global_tables,
-        )
-        roles.query_url = await queries.start()
-        register_query_metrics(self.metrics, queries.stats)
-        return queries
 
     def _log_summary(self) -> None:
         assert self.manager is not None and self.sink is not None
@@ -475,36 +455,51 @@ class Worker:
         """Fetch, process, produce; commit every interval in the background, so a commit that
         waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
         assert self.manager is not None and self.sink is not None
-        manager, sink, consumer = self.manager, self.sink, self.consumer
+        manager = self.manager
         next_commit = time.monotonic() + self.commit_interval_s
         committing: asyncio.Task[None] | None = None
-        while not self._stopping.is_set():
-            if manager.failure is not None:
-                raise manager.failure
-            busy = manager.buffered() > 0
-            manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
-            # Exactly-once: a revocation (which holds the lock) never comes between fetching
-            # records and handing them to their tasks.
-            async with self.transaction if self.exactly_once else contextlib.nullcontext():
-                await self.global_tables.poll()  # table updates before the records fetched next
-                fetched = await consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
-                manager.route(fetched)
-                processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
-                await sink.drain()
-            # Yield to the event loop every round even when nothing above had to wait (fetched
-            # records at hand, room in the producer): heartbeats and fetches run in between.
-            await asyncio.sleep(0.005 if busy and not processed else 0)
-            due = time.monotonic() >= next_commit or self.state.needs_flush
-            if due and self.exactly_once:  # tasks wait for the transaction to commit
-                await self._commit(None)
-                next_commit = time.monotonic() + self.commit_interval_s
-            elif due and (committing is None or committing.done()):
-                if committing is not None:
-                    committing.result()  # a failed flush stops the worker: nothing is lost
-                committing = asyncio.create_task(self._commit(None), name="commit")
-                next_commit = time.monotonic() + self.commit_interval_s
-        if committing is not None:
-            await committing
+        try:
+            while not self._stopping.is_set():
+                if manager.failure is not None:
+                    raise manager.failure
+                busy = manager.buffered() > 0
+                processed = await self._round(busy)
+                # Yield to the event loop every round even when nothing above had to wait (fetched
+                # records at hand, room in the producer): heartbeats and fetches run in between.
+                await asyncio.sleep(0.005 if busy and not processed else 0)
+                due = time.monotonic() >= next_commit or self.state.needs_flush
+                if due and self.exactly_once:  # tasks wait for the transaction to commit
+                    await self._commit(None)
+                    next_commit = time.monotonic() + self.commit_interval_s
+                elif due and (committing is None or committing.done()):
+                    if committing is not None:
+                        committing.result()  # a failed flush stops the worker: nothing is lost
+                    committing = asyncio.create_task(self._commit(None), name="commit")
+                    next_commit = time.monotonic() + self.commit_interval_s
+            if committing is not None:
+                await committing
+        finally:
+            if committing is not None and not committing.done():
+                # Stopped by a failure: the commit's flush may wait for a broker that cannot
+                # answer (a deleted topic's metadata), and nothing may be committed now.
+                committing.cancel()
+                await asyncio.gather(committing, return_exceptions=True)
+
+    async def _round(self, busy: bool) -> int:
+        """Fetch, hand the records to their tasks, process some, hand the output to the
+        producer; returns the records processed."""
+        assert self.manager is not None and self.sink is not None
+        manager = self.manager
+        manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+        # Exactly-once: a revocation (which holds the lock) never comes between fetching
+        # records and handing them to their tasks.
+        async with self.transaction if self.exactly_once else contextlib.nullcontext():
+            await self.global_tables.poll()  # table updates before the records fetched next
+            fetched = await self.consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+            manager.route(fetched)
+            processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
+            await self.sink.drain()
+        return processed
 
     def _lag(self) -> list[tuple[TopicPartition, int]]:
         return [
@@ -523,6 +518,8 @@ class Worker:
                 await self._commit_transaction()
             return
         async with self._commit_lock:
+            if self._commits_refused:
+                return
             offsets = self.manager.positions(tasks)
             await self.sink.flush()
             await self.state.commit()
@@ -540,67 +537,12 @@ class Worker:
         await self._commit_transaction()
 
     async def _commit_transaction(self) -> None:
-        """Exactly-once: one transaction holds every task's outputs, changelog writes and input
-        offsets since the last commit; commit it and begin the next. Every task takes part (as
-        in Kafka Streams): a revocation commits all tasks, not only those leaving."""
-        assert self.manager is not None and self._txn is not None
-        manager = self.manager
-        if manager.failure is not None:
-            raise manager.failure
-        offsets = manager.positions(None)
-        await self.sink.flush()  # type: ignore[union-attr]
-        await self.state.prepare_commit()
-        member = self.consumer.member
-        identity = MemberIdentity(
-            self.app.app_id, member.generation, member.member_id, member.config.group_instance_id
+        assert self.manager is not None and self.sink is not None and self._txn is not None
+        await commit_transaction(
+            self._txn,
+            self.manager,
+            sink=self.sink,
+            state=self.state,
+            consumer=self.consumer,
+            purger=self.purger,
         )
-        await self._txn.commit(offsets, identity, still_owned=lambda: manager.failure)
-        self.state.complete_commit()
-        self.purger.after_commit(offsets)
-
-
-def _check_query_options(options: WorkerOptions) -> None:
-    advertised = options.advertised_query_url
-    if advertised is not None:
-        if options.query_port is None:
-            raise ConfigurationError("--advertised-query-url needs --query-port (no queries)")
-        if not advertised.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"--advertised-query-url {advertised!r}: give a URL, http://host:port"
-            )
-
-
-async def _until_failed(work: Coroutine[Any, Any, None], watch: Coroutine[Any, Any, None]) -> None:
-    """Run `work` to its end, unless `watch` raises first: then `work` is cancelled and the
-    watch's error raised."""
-    working = asyncio.create_task(work, name="worker loop")
-    watching = asyncio.create_task(watch, name="broker watch")
-    try:
-        await asyncio.wait({working, watching}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
-            working.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await working
-            watching.result()
-        await working
-    finally:
-        for task in (working, watching):
-            task.cancel()
-        await asyncio.gather(working, watching, return_exceptions=True)
-
-
-async def _closed(closing: Coroutine[Any, Any, None], *, quickly: bool) -> None:
-    """Close a client; without a broker, give it a few seconds (it would wait for answers)."""
-    if not quickly:
-        await closing
-        return
-    try:
-        await asyncio.wait_for(closing, _CLOSE_WITHOUT_BROKER_S)
-    except (TimeoutError, KafkaError):
-        pass
-    except asyncio.CancelledError:
-        # A client cancels its own pending requests on close and may let that escape; only a
-        # cancellation of this task itself goes on.
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise

@@ -108,18 +108,24 @@ async def test_a_broker_back_without_the_topics_stops_the_worker() -> None:
         "127.0.0.1:1",
         give_up_after_s=60,
         check_topics=lambda counts: check_running_topics(app, counts, started),
+        interval_s=0,
         clock=lambda: clock[0],
     )
-    client.counts = {"L": 2, "R": 2}
+    client.counts = {"L": 2, "R": 2, "out": 2}
     await watch.look()
-    client.counts = {"R": 2}
-    with pytest.raises(ConfigurationError, match=r"no longer has the app's input topics.*'L'"):
+    client.counts = {"R": 2, "out": 2}
+    with pytest.raises(ConfigurationError, match=r"no longer has the app's topics 'L' \(deleted"):
         await watch.look()
-    client.counts = {"L": 4, "R": 4}
+    client.counts = {"L": 2, "R": 2}  # the output topic too: its sends would wait for it
+    with pytest.raises(ConfigurationError, match=r"topics 'out' .*restart the workers"):
+        await watch.look()
+    assert watch.verdict is None, "only what `run` raised stops the worker"
+    client.counts = {"L": 4, "R": 4, "out": 2}
     with pytest.raises(
         ConfigurationError, match="started with 2 partitions, its inputs now have 4"
     ):
-        await watch.look()
+        await watch.run()
+    assert isinstance(watch.verdict, ConfigurationError)
 
 
 def test_records_outside_the_client_libraries_pass_while_down() -> None:

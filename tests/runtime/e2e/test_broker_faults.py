@@ -1,6 +1,6 @@
-"""Fault drills with the broker: gone for good, stalled past the session timeout, and an input
-topic deleted while workers run. Each drill has a broker of its own (the embedded one), so that
-stopping it touches no other test."""
+"""Fault drills with the broker: gone for good, stalled past the session timeout, an input
+topic deleted while workers run, and Apache Kafka restarted on the same port with its data or
+without it. Each drill has a broker of its own, so that stopping it touches no other test."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import worker_processes as processes
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 from streamjoin.broker import EmbeddedBroker, KafkaBroker
 
@@ -33,6 +35,25 @@ def exits(workers: processes.Workers, name: str, within_s: float) -> int | None:
         return workers.processes[name].wait(within_s)
     except processes.subprocess.TimeoutExpired:
         return None
+
+
+async def topics_and_offsets(bootstrap: str, group: str) -> tuple[set[str], dict[Any, Any]]:
+    """The broker's topics and the group's committed offsets (a fresh broker has no offsets
+    topic until asked: its coordinator takes a few seconds to appear)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                committed = await admin.list_consumer_group_offsets(group)
+                break
+            except GroupCoordinatorNotAvailableError:
+                assert time.monotonic() < deadline, "no group coordinator"
+                await asyncio.sleep(0.5)
+        return set(await admin.list_topics()), committed
+    finally:
+        await admin.close()
 
 
 async def test_a_broker_gone_for_good_stops_busy_and_idle_workers_in_one_line(
@@ -124,7 +145,7 @@ async def test_an_input_topic_deleted_while_running_stops_the_worker(
     assert code == 2, workers.logs()
     # The embedded broker may re-create the topic (with its default partition count) when a
     # client asks for it: either way the worker's tasks no longer fit its inputs.
-    assert "no longer has the app's input topics" in last or "restart the workers" in last, last
+    assert "no longer has the app's topics" in last or "restart the workers" in last, last
 
 
 async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
@@ -168,3 +189,45 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     print(f"Kafka restarted: {len(missing)} missing, {duplicates} duplicates")
     assert not missing, f"missing {missing[:20]}\n{workers.logs()}"
     assert codes == {"w1": 0, "w2": 0}, workers.logs()
+
+
+async def test_an_apache_kafka_back_empty_stops_the_workers_in_one_line(
+    unique: str, tmp_path: Path
+) -> None:
+    """A broker restarted on the same port without its data, under load: the topics are gone,
+    which no rejoin can fix. The worker says so in one line and exits 2 within seconds, though
+    sends to the deleted topics were pending; it neither recreates the topics nor commits
+    offsets into the empty broker."""
+    first = KafkaBroker()
+    bootstrap = first.start()
+    empty: KafkaBroker | None = None
+    workers = processes.Workers(bootstrap, unique, tmp_path)
+    try:
+        await processes.make_topics(bootstrap, unique)
+        workers.start("w1")
+        producing = asyncio.create_task(
+            processes.produce(bootstrap, unique, range(100_000), pace_s=0.02)
+        )
+        await processes.read_joined(bootstrap, unique, want=200, within_s=60)
+        first.stop()
+        producing.cancel()
+        empty = KafkaBroker(first.port)
+        empty.start()
+        code = exits(workers, "w1", 45)
+        topics, committed = await topics_and_offsets(bootstrap, f"e2e-{unique}")
+    finally:
+        workers.stop_all()
+        for broker in (empty, first):
+            if broker is not None:
+                broker.stop()
+    log = (tmp_path / "w1.log").read_text(errors="replace")
+    assert code == 2, workers.logs()
+    assert "Traceback" not in log, log
+    lines = log.splitlines()
+    outage = lines[next(i for i, line in enumerate(lines) if "does not answer" in line) :]
+    assert len(outage) < 40, "\n".join(outage[:60])
+    last = lines[-1]
+    assert last.startswith("error: the broker no longer has the app's topics"), last
+    assert "came back without its data" in last and "restart the workers" in last, last
+    assert not {t for t in topics if unique in t}, f"the worker made topics anew: {topics}"
+    assert not committed, f"offsets committed into the empty broker: {committed}"
