@@ -9,11 +9,13 @@ python), then runs the join with its Python joiner:
             micro-batch) from the topics to Parquet;
   batch   - `backfill` of the same join from the topics to Parquet, in the same session;
   worker  - `streamjoin worker` from the beginning until it has written as many records.
-Prints input records/s (2N / time) and the peak RSS of each (the Spark legs share one process
-tree: the batch leg's peak includes what the JVM kept from the stream leg), and the ratio
-stream/batch time.
+The two Spark legs are taken in turns --rounds times in one session (the machine may be busy:
+medians). Prints input records/s (2N / time) and the peak RSS of each (the Spark legs share one
+process tree: a leg's peak includes what the JVM kept from the other), where the stream's time
+went by Spark's progress reports (durationMs and the join's state store times, summed over its
+micro-batches), and the ratio of the median stream and batch times.
 
-    python bench/spark_stream.py [--records 300000] [--partitions 4] [--skip-worker]
+    python bench/spark_stream.py [--records 300000] [--partitions 4] [--rounds 3] [--skip-worker]
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -33,54 +38,112 @@ sys.path.insert(0, str(HERE))
 from backfill import peak_rss, produce, worker_leg  # noqa: E402
 
 
+@dataclass
+class Leg:
+    """One engine's rounds: seconds and peak RSS of each."""
+
+    seconds: list[float] = field(default_factory=list)
+    peaks: list[int] = field(default_factory=list)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def peak(self) -> int:
+        return max(self.peaks)
+
+
+def _stream_round(
+    spark: Any, spec: Any, source: Any, out: str, records: int, *, leg: Leg
+) -> tuple[int, list[Any]]:
+    """One spark-stream run over a fresh checkpoint: (rows written, progress reports)."""
+    from streamjoin.spark.streaming import StreamTarget, Trigger, start_stream
+
+    with peak_rss(os.getpid()) as peak:
+        t0 = time.monotonic()
+        target = StreamTarget(f"{out}/checkpoint", f"{out}/stream")
+        query = start_stream(spark, spec, source, target, Trigger(available_now=True))
+        query.awaitTermination()
+        seconds = time.monotonic() - t0
+    leg.seconds.append(seconds)
+    leg.peaks.append(peak[0])
+    count = int(spark.read.parquet(f"{out}/stream").count())
+    progress = query.recentProgress
+    read = sum(int(p["numInputRows"]) for p in progress)
+    print(
+        f"stream  {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
+        f"input records/s  ({len(progress)} micro-batches, {read} rows read)  "
+        f"peak RSS {peak[0] / 2**20:,.0f} MiB"
+    )
+    return count, progress
+
+
+def _batch_round(spark: Any, spec: Any, bootstrap: str, out: str, records: int, *, leg: Leg) -> int:
+    from streamjoin.spark.backfill import backfill
+    from streamjoin.spark.inputs import Sources
+
+    with peak_rss(os.getpid()) as peak:
+        t0 = time.monotonic()
+        backfill(spark, spec, Sources(bootstrap)).records.write.parquet(f"{out}/batch")
+        seconds = time.monotonic() - t0
+    leg.seconds.append(seconds)
+    leg.peaks.append(peak[0])
+    count = int(spark.read.parquet(f"{out}/batch").count())
+    print(
+        f"batch   {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
+        f"input records/s  peak RSS {peak[0] / 2**20:,.0f} MiB"
+    )
+    return count
+
+
+def _durations(progress: list[Any]) -> str:
+    """Where a stream round's time went, summed over its micro-batches: Spark's durationMs, and
+    the join's state store work (summed over its tasks, which run in parallel)."""
+    totals: dict[str, int] = {}
+    for report in progress:
+        for part, ms in (report.get("durationMs") or {}).items():
+            totals[part] = totals.get(part, 0) + int(ms)
+        for operator in report.get("stateOperators") or []:
+            for part in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs"):
+                name = "state " + part.removesuffix("TimeMs")
+                totals[name] = totals.get(name, 0) + int(operator.get(part) or 0)
+    return ", ".join(f"{part} {ms / 1000:.1f} s" for part, ms in sorted(totals.items()))
+
+
 def spark_legs(
-    bootstrap: str, records: int, *, official: bool, max_records_per_batch: int | None
-) -> tuple[int, float, int, float, int]:
-    """(joined records, stream seconds, stream peak RSS, batch seconds, batch peak RSS)."""
+    bootstrap: str,
+    records: int,
+    *,
+    official: bool,
+    max_records_per_batch: int | None,
+    rounds: int,
+) -> tuple[int, Leg, Leg]:
+    """(joined records, stream leg, batch leg), the legs taken in turns `rounds` times."""
     from backfill_app import app
 
-    from streamjoin.spark.backfill import backfill
     from streamjoin.spark.connector import session_settings
-    from streamjoin.spark.inputs import Sources
     from streamjoin.spark.session import spark_session
-    from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
+    from streamjoin.spark.streaming import StreamSource
 
     spec = app.get_join("attribute")
     settings = session_settings("local[2]") if official else {}
+    source = StreamSource(bootstrap, official, max_records_per_batch)
+    stream, batch = Leg(), Leg()
     started = time.monotonic()
-    with spark_session("local[2]", settings) as spark, tempfile.TemporaryDirectory() as out:
+    with spark_session("local[2]", settings) as spark:
         spark.range(1).count()
         print(f"spark   session up in {time.monotonic() - started:.1f} s")
-        with peak_rss(os.getpid()) as stream_peak:
-            t0 = time.monotonic()
-            source = StreamSource(bootstrap, official, max_records_per_batch)
-            target = StreamTarget(f"{out}/checkpoint", f"{out}/stream")
-            query = start_stream(spark, spec, source, target, Trigger(available_now=True))
-            query.awaitTermination()
-            stream_s = time.monotonic() - t0
-        batches = len(query.recentProgress)
-        read = sum(int(p["numInputRows"]) for p in query.recentProgress)
-        stream_count = spark.read.parquet(f"{out}/stream").count()
-        print(
-            f"stream  {stream_count:>9} joined in {stream_s:6.1f} s  "
-            f"{2 * records / stream_s:>9,.0f} input records/s  ({batches} micro-batches, "
-            f"{read} rows read, "
-            f"{'connector' if official else 'python'} source)  "
-            f"peak RSS {stream_peak[0] / 2**20:,.0f} MiB"
-        )
-        with peak_rss(os.getpid()) as batch_peak:
-            t0 = time.monotonic()
-            backfill(spark, spec, Sources(bootstrap)).records.write.parquet(f"{out}/batch")
-            batch_s = time.monotonic() - t0
-        batch_count = spark.read.parquet(f"{out}/batch").count()
-        print(
-            f"batch   {batch_count:>9} joined in {batch_s:6.1f} s  "
-            f"{2 * records / batch_s:>9,.0f} input records/s  "
-            f"peak RSS {batch_peak[0] / 2**20:,.0f} MiB"
-        )
-        if stream_count != batch_count:
-            print(f"DIFFERENT COUNTS: stream {stream_count}, batch {batch_count}")
-    return stream_count, stream_s, stream_peak[0], batch_s, batch_peak[0]
+        for _ in range(rounds):
+            with tempfile.TemporaryDirectory() as out:
+                stream_count, progress = _stream_round(
+                    spark, spec, source, out, records, leg=stream
+                )
+                print(f"        micro-batch time: {_durations(progress)}")
+                batch_count = _batch_round(spark, spec, bootstrap, out, records, leg=batch)
+            if stream_count != batch_count:
+                print(f"DIFFERENT COUNTS: stream {stream_count}, batch {batch_count}")
+    return batch_count, stream, batch
 
 
 def main() -> None:
@@ -92,6 +155,9 @@ def main() -> None:
     parser.add_argument("--kafka-source", choices=("kafka", "python"), default="kafka")
     parser.add_argument("--max-records-per-batch", type=int, default=None)
     parser.add_argument("--skip-worker", action="store_true")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="stream and batch legs, taken in turns (medians)"
+    )
     args = parser.parse_args()
     suffix = uuid.uuid4().hex[:8]
     os.environ["BENCH_SUFFIX"] = suffix
@@ -112,21 +178,29 @@ def main() -> None:
         t0 = time.monotonic()
         asyncio.run(produce(broker.bootstrap, *spec.input_topics, args.records))
         print(f"produced {2 * args.records:,} records in {time.monotonic() - t0:.1f} s")
-        count, stream_s, stream_rss, batch_s, batch_rss = spark_legs(
+        count, stream, batch = spark_legs(
             broker.bootstrap,
             args.records,
             official=official,
             max_records_per_batch=args.max_records_per_batch,
+            rounds=args.rounds,
         )
         print(
-            f"ratio   stream/batch time {stream_s / batch_s:.2f}x (goal: within 2x); "
-            f"peak RSS stream/batch {stream_rss / max(1, batch_rss):.2f}x"
+            f"median  stream {stream.median_s:.1f} s, batch {batch.median_s:.1f} s "
+            f"over {args.rounds} rounds"
+        )
+        per_round = [s / b for s, b in zip(stream.seconds, batch.seconds, strict=True)]
+        print(
+            f"ratio   stream/batch time {stream.median_s / batch.median_s:.2f}x of the medians, "
+            f"{statistics.median(per_round):.2f}x the median of the rounds' "
+            f"({', '.join(f'{r:.2f}' for r in per_round)}) (goal: within 2x); "
+            f"peak RSS stream/batch {stream.peak / max(1, batch.peak):.2f}x"
         )
         if not args.skip_worker:
             _, worker_s, _ = worker_leg(
                 broker.bootstrap, suffix, args.partitions, args.records, count
             )
-            print(f"ratio   stream/worker time {stream_s / worker_s:.2f}x")
+            print(f"ratio   stream/worker time {stream.median_s / worker_s:.2f}x")
 
 
 if __name__ == "__main__":

@@ -46,13 +46,13 @@ class KafkaSource(StrEnum):
 
 
 def _progress_line(progress: BatchProgress) -> str:
-    line = (
+    return (
         f"batch {progress.batch_id}: {progress.input_rows} rows, "
         f"input {progress.input_rows_per_s:,.1f} rows/s, "
         f"processed {progress.processed_rows_per_s:,.1f} rows/s, "
-        f"watermark {progress.watermark or '-'}, state {progress.state_rows} rows"
+        f"watermark {progress.watermark or '-'}, state {progress.state_rows} rows, "
+        f"late {progress.late_rows} ({progress.late_total} in this run)"
     )
-    return line + (f", late {progress.late_rows}" if progress.late_rows else "")
 
 
 @contextmanager
@@ -156,8 +156,11 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
             )
             where = output if output is not None else f"topic {spec.into.name!r}"
             console.print(f"join {join!r}: streaming to {where}, checkpoint {checkpoint}")
-            stream_run.follow(query, stop, lambda p: console.print(_progress_line(p)))
-    console.print(f"join {join!r}: stopped; a new run over {checkpoint} continues from here")
+            late = stream_run.follow(query, stop, lambda p: console.print(_progress_line(p)))
+    console.print(
+        f"join {join!r}: stopped, {late} late records dropped (behind the watermark); "
+        f"a new run over {checkpoint} continues from here"
+    )
 
 
 _DURATION = re.compile(r"^(\d+)\s*(ms|s|m|h)$")

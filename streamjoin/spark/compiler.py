@@ -45,21 +45,41 @@ for the side a non-match lacks)."""
 
 
 def _side(frame: DataFrame, prefix: str, watermark_ms: int | None) -> DataFrame:
+    """The columns of one side that the join needs. A stream keeps them in Spark's join state,
+    every row until its window closes, so it carries them lean: the event time only as the
+    watermarked timestamp (`_time`, no `_ts`), and the offset instead of the provenance
+    string (made after the join, `_source_after_join`)."""
     # Spark's streaming join finds null keys equal (its state is a hash table on the key), so
     # a null key is matched as a key of its own that nothing on the other side has.
     alone = sf.concat(sf.lit(f"\x00{prefix}:").cast("binary"), source_id(frame).cast("binary"))
-    side = frame.where(sf.col("value").isNotNull()).select(
+    common = (
         sf.col("key").alias(f"{prefix}_key"),
         sf.coalesce(sf.col("key"), alone).alias(f"{prefix}_match"),
         sf.col("value").alias(f"{prefix}_value"),
-        sf.col("timestamp").alias(f"{prefix}_ts"),
         sf.col("partition").alias(f"{prefix}_partition"),
-        source_id(frame).alias(f"{prefix}_source"),
-        sf.timestamp_millis("timestamp").alias(f"{prefix}_time"),
     )
+    usable = frame.where(sf.col("value").isNotNull())
     if watermark_ms is None:
-        return side
-    return side.withWatermark(f"{prefix}_time", f"{watermark_ms} milliseconds")
+        return usable.select(
+            *common,
+            sf.col("timestamp").alias(f"{prefix}_ts"),
+            source_id(frame).alias(f"{prefix}_source"),
+        )
+    return usable.select(
+        *common,
+        sf.col("offset").alias(f"{prefix}_offset"),
+        sf.timestamp_millis("timestamp").alias(f"{prefix}_time"),
+    ).withWatermark(f"{prefix}_time", f"{watermark_ms} milliseconds")
+
+
+def _source_after_join(prefix: str, topic: str) -> Column:
+    """`source_id` of a streamed side's record from its partition and offset (its topic is the
+    one the side reads); null for the side a non-match lacks."""
+    offset = sf.col(f"{prefix}_offset")
+    return sf.when(
+        offset.isNotNull(),
+        sf.concat_ws(":", sf.lit(topic), sf.col(f"{prefix}_partition").cast("string"), offset),
+    )
 
 
 def _interval(ms: int) -> Column:
@@ -92,20 +112,27 @@ def join_records(
         in_window = (rhs["r_time"] >= lhs["l_time"] - _interval(window.before_ms)) & (
             rhs["r_time"] <= lhs["l_time"] + _interval(window.after_ms)
         )
+        timestamp = sf.greatest(sf.unix_millis("l_time"), sf.unix_millis("r_time"))
+        sources = (
+            _source_after_join("l", spec.left.name),
+            _source_after_join("r", spec.right.name),
+        )
     else:
         in_window = (rhs["r_ts"] >= lhs["l_ts"] - sf.lit(window.before_ms)) & (
             rhs["r_ts"] <= lhs["l_ts"] + sf.lit(window.after_ms)
         )
+        timestamp = sf.greatest("l_ts", "r_ts")
+        sources = (sf.col("l_source"), sf.col("r_source"))
     condition = (
         (lhs["l_match"] == rhs["r_match"]) & (lhs["l_partition"] == rhs["r_partition"]) & in_window
     )
     joined = lhs.join(rhs, condition, _SPARK_HOW[spec.how])
     return joined.select(
         sf.coalesce("l_key", "r_key").alias("key"),
-        sf.greatest("l_ts", "r_ts").alias("timestamp"),
+        timestamp.alias("timestamp"),
         sf.coalesce("l_partition", "r_partition").alias("task_partition"),
-        sf.col("l_source").alias("left_source"),
-        sf.col("r_source").alias("right_source"),
+        sources[0].alias("left_source"),
+        sources[1].alias("right_source"),
         sf.col("l_value").alias("left_value"),
         sf.col("r_value").alias("right_value"),
     )

@@ -1,4 +1,5 @@
-"""Following a running streaming query: one progress summary per micro-batch, and a stop on
+"""Following a running streaming query: one progress summary per micro-batch, with the late
+records dropped in it and so far (the workers' `late_dropped` count of the join), and a stop on
 request that lets the current micro-batch finish first (so the checkpoint ends on a committed
 batch, and a restart has nothing to redo)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
@@ -31,7 +32,9 @@ class BatchProgress:
     watermark: str | None
     state_rows: int
     late_rows: int
-    """Input rows dropped for being behind the watermark (the workers' late records)."""
+    """Input rows the join dropped for being behind the watermark (the workers' late records)."""
+    late_total: int = 0
+    """Late rows dropped by this run so far, this micro-batch's included."""
 
 
 def batch_progress(report: Mapping[str, Any]) -> BatchProgress:
@@ -65,18 +68,21 @@ def _wait_for_batch_end(query: StreamingQuery) -> None:
 
 def follow(
     query: StreamingQuery, stop: threading.Event, report: Callable[[BatchProgress], None]
-) -> None:
+) -> int:
     """Report each micro-batch of `query` until it ends by itself, or until `stop` is set, then
-    stop it once its current micro-batch is done. A query that failed raises its error."""
+    stop it once its current micro-batch is done; the late rows dropped in all. A query that
+    failed raises its error."""
     last = -1
+    late = 0
 
     def report_new() -> None:
-        nonlocal last
+        nonlocal last, late
         for raw in query.recentProgress:
             progress = batch_progress(raw)
             if progress.batch_id > last:
                 last = progress.batch_id
-                report(progress)
+                late += progress.late_rows
+                report(replace(progress, late_total=late))
 
     while not query.awaitTermination(_POLL_S):
         report_new()
@@ -88,3 +94,4 @@ def follow(
     failure = query.exception()
     if failure is not None:
         raise failure
+    return late

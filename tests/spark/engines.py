@@ -140,6 +140,14 @@ async def produce_cases(bootstrap: str, suffix: str) -> None:
         await producer.stop()
 
 
+async def cases_in_topics(bootstrap: str, suffix: str) -> None:
+    """Every case's topics (one partition each), its records produced in table order."""
+    app = build_app(suffix)
+    topics = {t for spec in app.joins for t in (*spec.input_topics, spec.into.name)}
+    await ensure_topics(bootstrap, [TopicSpec(t, 1) for t in sorted(topics)])
+    await produce_cases(bootstrap, suffix)
+
+
 async def read_outputs(
     bootstrap: str, suffix: str, want: int, within_s: float
 ) -> dict[str, Results]:

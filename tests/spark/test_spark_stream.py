@@ -21,24 +21,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from engines import Results, produce_cases, run_driver, run_spark, run_spark_stream
+from engines import Results, cases_in_topics, run_driver, run_spark, run_spark_stream
 from join_cases import CASES, JOINERS, build_app, join_name
 from pyspark.sql import SparkSession
 
 from streamjoin.broker import Broker
-from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.spark.pipeline import JoinOptions
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(600)]
 
 HERE = Path(__file__).resolve().parent
-
-
-async def _cases_in_topics(bootstrap: str, suffix: str) -> None:
-    app = build_app(suffix)
-    topics = {t for spec in app.joins for t in (*spec.input_topics, spec.into.name)}
-    await ensure_topics(bootstrap, [TopicSpec(t, 1) for t in sorted(topics)])
-    await produce_cases(bootstrap, suffix)
 
 
 def _expected(spark: SparkSession, suffix: str) -> dict[str, Results]:
@@ -63,7 +55,7 @@ def test_cases_through_the_python_source(
     spark: SparkSession, broker: Broker, tmp_path: Path
 ) -> None:
     suffix = f"ss{uuid.uuid4().hex[:8]}"
-    asyncio.run(_cases_in_topics(broker.bootstrap, suffix))
+    asyncio.run(cases_in_topics(broker.bootstrap, suffix))
     found = run_spark_stream(spark, broker.bootstrap, suffix, tmp_path, official=False)
     _check(found, _expected(spark, suffix), JOINERS)
     late = found[join_name(CASES[5], "map")]
@@ -91,7 +83,7 @@ def test_cases_through_sparks_kafka_connector(
     """In a process of its own: its session has the connector's jars, the test session not.
     The field mappings only: the source is what differs from the Python source's run."""
     suffix = f"sk{uuid.uuid4().hex[:8]}"
-    asyncio.run(_cases_in_topics(broker.bootstrap, suffix))
+    asyncio.run(cases_in_topics(broker.bootstrap, suffix))
     run = [str(HERE), broker.bootstrap, suffix, str(tmp_path)]
     done = subprocess.run(
         [sys.executable, "-c", _CONNECTOR_RUN, *run], capture_output=True, text=True, timeout=540

@@ -1,12 +1,14 @@
-"""`streamjoin spark-stream` as a user runs it (Spark's Kafka connector, the default), over one
-checkpoint: a run with --available-now, new records, a running query stopped by SIGTERM, more
-records, a last run: every result is in the Parquet output exactly once. And the one-line
-refusals."""
+"""`streamjoin spark-stream` as a user runs it (Spark's Kafka connector, the default): over one
+checkpoint, a run with --available-now, new records, a running query stopped by SIGTERM, more
+records, a last run: every result is in the Parquet output exactly once. The README's
+--into-topic run: the topic holds what the worker writes. Late records dropped and counted in
+the progress lines. And the one-line refusals."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +19,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 from aiokafka import AIOKafkaProducer
+from engines import cases_in_topics, read_outputs, run_driver
+from join_cases import build_app
 from typer.testing import CliRunner
 
 from streamjoin.broker import Broker
@@ -25,6 +29,7 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(900)]
 
+HERE = Path(__file__).resolve().parent
 STREAMJOIN = str(Path(sys.executable).with_name("streamjoin"))
 ROUND = 40
 """Matching pairs produced per round."""
@@ -33,8 +38,8 @@ import streamjoin
 from streamjoin import JoinWindows
 
 app = streamjoin.App("sstream-{s}")
-left = app.topic("ssl-{s}", partitions=2)
-right = app.topic("ssr-{s}", partitions=2)
+left = app.topic("ssl-{s}", partitions={p})
+right = app.topic("ssr-{s}", partitions={p})
 table = app.table("sst-{s}")
 
 
@@ -117,7 +122,7 @@ def test_restarts_and_sigterm_lose_nothing_and_write_nothing_twice(
 ) -> None:
     suffix = uuid.uuid4().hex[:8]
     bootstrap = broker.bootstrap
-    (tmp_path / "app.py").write_text(APP.format(s=suffix))
+    (tmp_path / "app.py").write_text(APP.format(s=suffix, p=2))
     topics = [f"ssl-{suffix}", f"ssr-{suffix}"]
     asyncio.run(ensure_topics(bootstrap, [TopicSpec(t, 2) for t in topics]))
 
@@ -155,9 +160,70 @@ def test_restarts_and_sigterm_lose_nothing_and_write_nothing_twice(
     assert _written(tmp_path) == list(range(3 * ROUND))
 
 
+def test_into_topic_as_the_readme_runs_it(broker: Broker, tmp_path: Path) -> None:
+    """README's `spark-stream app:joins --join attribute --checkpoint ... --into-topic`, on the
+    outer join of null keys with its function joiner: its output topic holds the records the
+    worker writes (keys, values, timestamps, provenance headers), which are the test driver's
+    (test_join_cases)."""
+    suffix = f"si{uuid.uuid4().hex[:8]}"
+    asyncio.run(cases_in_topics(broker.bootstrap, suffix))
+    join = "null-keys_fn"
+    command = [STREAMJOIN, "spark-stream", "join_cases:app", "--join", join]
+    command += ["--bootstrap", broker.bootstrap, "--checkpoint", str(tmp_path / "ck")]
+    command += ["--into-topic", "--available-now", "--app-dir", str(HERE), "--master", "local[2]"]
+    env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": suffix}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"join {join!r}: streaming to topic 'null-keys-fn-out-{suffix}'" in done.stdout
+    expected = run_driver(build_app(suffix), suffix)[join]
+    found = asyncio.run(read_outputs(broker.bootstrap, suffix, expected.total(), within_s=60))
+    assert found[join] == expected
+
+
+async def _produce_late(bootstrap: str, suffix: str, t0: int) -> None:
+    """Two records a side, one partition each: the first pair matches and moves the watermark
+    to t0 - 1000 (the left side's reach); the second left record is 10 s behind it."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for topic, i, ts in (
+            ("ssl", 1, t0),
+            ("ssr", 1, t0 + 5),
+            ("ssl", 2, t0 - 10_000),
+            ("ssr", 3, t0 + 10),
+        ):
+            key = f"k{i}".encode()
+            value = json.dumps({"id": i}).encode()
+            await producer.send_and_wait(
+                f"{topic}-{suffix}", value, key=key, partition=0, timestamp_ms=ts
+            )
+    finally:
+        await producer.stop()
+
+
+def test_late_records_are_dropped_and_counted(broker: Broker, tmp_path: Path) -> None:
+    """Two micro-batches of one record a side (the limit is per topic): the late left record
+    of the second is dropped (it joins nothing) and counted in its progress line and in the
+    last line."""
+    suffix = uuid.uuid4().hex[:8]
+    (tmp_path / "app.py").write_text(APP.format(s=suffix, p=1))
+    topics = [f"ssl-{suffix}", f"ssr-{suffix}"]
+    asyncio.run(ensure_topics(broker.bootstrap, [TopicSpec(t, 1) for t in topics]))
+    asyncio.run(_produce_late(broker.bootstrap, suffix, int(time.time() * 1000)))
+    done = _run(tmp_path, broker.bootstrap, "--available-now", "--max-records-per-batch", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    first = next(line for line in lines if line.startswith("batch 0: "))
+    assert first.startswith("batch 0: 2 rows,") and first.endswith(", late 0 (0 in this run)")
+    second = next(line for line in lines if line.startswith("batch 1: "))
+    assert second.startswith("batch 1: 2 rows,") and second.endswith(", late 1 (1 in this run)")
+    assert "stopped, 1 late records dropped" in done.stdout
+    assert _written(tmp_path) == [1]
+
+
 def test_refusals_are_one_line(tmp_path: Path) -> None:
     suffix = "refused"
-    (tmp_path / "app.py").write_text(APP.format(s=suffix))
+    (tmp_path / "app.py").write_text(APP.format(s=suffix, p=2))
     base = ["spark-stream", "app:app", "--app-dir", str(tmp_path), "--checkpoint", "ck"]
     runner = CliRunner()
     table = runner.invoke(cli, [*base, "--join", "enrich", "--output", "out"])

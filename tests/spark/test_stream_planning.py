@@ -3,6 +3,8 @@ line read from Spark's progress report."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,12 +65,13 @@ def test_the_progress_line_of_a_batch() -> None:
         "eventTime": {"watermark": "2026-11-25T10:00:00.000Z"},
         "stateOperators": [{"numRowsTotal": 70, "numRowsDroppedByWatermark": 2}],
     }
-    assert _progress_line(batch_progress(report)) == (
+    progress = replace(batch_progress(report), late_total=5)
+    assert _progress_line(progress) == (
         "batch 3: 1200 rows, input 400.0 rows/s, processed 1,500.5 rows/s, "
-        "watermark 2026-11-25T10:00:00.000Z, state 70 rows, late 2"
+        "watermark 2026-11-25T10:00:00.000Z, state 70 rows, late 2 (5 in this run)"
     )
     first = batch_progress({"batchId": 0, "numInputRows": 0, "stateOperators": []})
-    assert _progress_line(first).endswith("watermark -, state 0 rows")
+    assert _progress_line(first).endswith("watermark -, state 0 rows, late 0 (0 in this run)")
 
 
 def test_trigger_intervals() -> None:
