@@ -43,8 +43,10 @@ class TopicLayout:
 
     def __init__(self, partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
         """Lay out those of `topics` that exist (have a partition count above zero)."""
+        # Deduplicated first: `topics` holds every member's subscription (10,000 names at 1,000
+        # members) and only the distinct ones need a look-up.
         self.topics: tuple[str, ...] = tuple(
-            sorted({t for t in topics if partitions_per_topic.get(t, 0) > 0})
+            sorted(t for t in set(topics) if partitions_per_topic.get(t, 0) > 0)
         )
         self.base: dict[str, int] = {}
         self.count: dict[str, int] = {}
