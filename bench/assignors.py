@@ -28,10 +28,11 @@ rebalance after a restart: per assignor and step (fresh, leave, join) a new Pyth
 imports the assignor, reads the group's inputs (prepared by this process, untimed) and times its
 first call, then warm calls (the best of three), next to Java's warm times measured in-JVM
 (Kafka 3.9.1: sticky 53 / 119 / 148 ms, cooperative-sticky 19 / 99 / 95 ms); the goal is a cold
-call within 2x of those.
+call within 2x of those. `--repeat N` starts N fresh processes per assignor and step and prints
+the medians, with the load average (on a shared machine the figures move with it).
 
     python bench/assignors.py [--sizes 100x10000,300x30000,1000x100000] [--no-memory]
-    python bench/assignors.py --cold [--sizes 1000x100000]
+    python bench/assignors.py --cold [--sizes 1000x100000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ import argparse
 import gc
 import json
 import logging
+import os
 import pickle
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -241,7 +244,9 @@ def cold_child(name: str, step: str, size: str, inputs: str) -> None:
     print(json.dumps({"cold": timings[0], "warm": warm}))
 
 
-def cold(sizes: str) -> None:
+def cold(sizes: str, repeat: int) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} CPUs, load average {load}; medians of {repeat} fresh process(es)")
     print(
         f"{'members x partitions':>22} {'step':<6} {'assignor':<19} "
         f"{'cold wall/cpu ms':>17} {'warm wall/cpu ms':>17} {'Java warm':>9} {'cold cpu/Java':>13}"
@@ -257,11 +262,19 @@ def cold(sizes: str) -> None:
                 inputs.flush()
                 for step in ("fresh", "leave", "join"):
                     child = [sys.executable, __file__, "--cold-child", name, step, size]
-                    out = subprocess.run(
-                        [*child, inputs.name], check=True, capture_output=True, text=True
-                    ).stdout
-                    figures = json.loads(out)
-                    (cold_wall, cold_cpu), (warm_wall, warm_cpu) = figures["cold"], figures["warm"]
+                    runs = [
+                        json.loads(
+                            subprocess.run(
+                                [*child, inputs.name], check=True, capture_output=True, text=True
+                            ).stdout
+                        )
+                        for _ in range(repeat)
+                    ]
+                    cold_wall, cold_cpu, warm_wall, warm_cpu = (
+                        statistics.median(run[when][i] for run in runs)
+                        for when in ("cold", "warm")
+                        for i in (0, 1)
+                    )
                     java = JAVA_WARM_MS.get((name, step)) if size == "1000x100000" else None
                     ratio = f"{cold_cpu / java:12.1f}x" if java else f"{'-':>13}"
                     print(
@@ -276,13 +289,16 @@ def main() -> None:
     parser.add_argument("--sizes", default=None, help="default: 100x10000,300x30000,1000x100000")
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
     parser.add_argument("--cold", action="store_true", help="first calls in fresh processes")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="--cold: fresh processes per assignor and step"
+    )
     parser.add_argument("--cold-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:
         cold_child(*args.cold_child)
         return
     if args.cold:
-        cold(args.sizes or "1000x100000")
+        cold(args.sizes or "1000x100000", max(args.repeat, 1))
         return
     args.sizes = args.sizes or "100x10000,300x30000,1000x100000"
     logging.disable(logging.WARNING)  # aiokafka logs every assignment step at INFO

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.topic_layout import topic_partitions
-from streamjoin.assignment.consumer.waterfill import fill_order, water_caps
+from streamjoin.assignment.consumer.waterfill import deal, water_caps
 from streamjoin.assignment.model import (
     Assignment,
     GroupAssignment,
@@ -51,8 +51,7 @@ class FairAssignor(PartitionAssignor):
             partitions = topic_partitions(topic, partitions_per_topic[topic])
             start = [loads[i] for i in eligible]
             caps = water_caps(start, len(partitions))
-            for tp, position in zip(partitions, fill_order(start, caps), strict=True):
-                assigned[eligible[position]].append(tp)
+            deal(partitions, start, caps, [assigned[i] for i in eligible])
             for i, cap in zip(eligible, caps, strict=True):
                 loads[i] = cap
         return {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress
 
-from streamjoin.assignment.consumer.waterfill import fill_order
+from streamjoin.assignment.consumer.waterfill import deal
 
 __all__ = ("quota_assign",)
 
@@ -46,8 +46,6 @@ def quota_assign(total: int, owned: Sequence[Sequence[int]]) -> list[list[int]]:
     for numbers in kept:
         for number in numbers:
             taken[number] = 1
-    free = compress(range(total), taken.translate(_FREE))
-    order = fill_order([len(numbers) for numbers in kept], caps)
-    for number, member in zip(free, order, strict=True):
-        kept[member].append(number)
+    free = list(compress(range(total), taken.translate(_FREE)))
+    deal(free, [len(numbers) for numbers in kept], caps, kept)
     return kept

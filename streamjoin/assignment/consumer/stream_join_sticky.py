@@ -33,7 +33,7 @@ from streamjoin.assignment.consumer.stream_join_user_data import (
     encode_stream_join_subscription,
 )
 from streamjoin.assignment.consumer.topic_layout import topic_partitions
-from streamjoin.assignment.consumer.waterfill import fill_order
+from streamjoin.assignment.consumer.waterfill import deal
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -78,9 +78,12 @@ def select_numbers(count: int, owned: Sequence[Sequence[int]]) -> list[list[int]
             taken[number] = 1
     pool = list(compress(range(count), (not flag for flag in taken)))
     pool.extend(_stolen(owned, caps))
-    order = fill_order([len(kept[m]) for m in rounds], [caps[m] for m in rounds])
-    for number, position in zip(pool, order, strict=True):
-        kept[rounds[position]].append(number)
+    deal(
+        pool,
+        [len(kept[m]) for m in rounds],
+        [caps[m] for m in rounds],
+        [kept[m] for m in rounds],
+    )
     return [sorted(numbers) for numbers in kept]
 
 

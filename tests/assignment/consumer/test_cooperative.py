@@ -65,3 +65,23 @@ def test_never_hands_out_what_another_member_still_owns(now_owned, wanted) -> No
     # A second round, after members revoked what they were told to, needs no third.
     after = {m: list(step.assignment[m].partitions) for m in members}
     assert not cooperative_step(target, after).needs_follow_up
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcd"), st.lists(st.integers(0, 7), max_size=5)),
+    st.dictionaries(st.sampled_from("abcd"), st.lists(st.integers(0, 7), max_size=5, unique=True)),
+)
+def test_withholds_exactly_what_another_reported_member_owns(claims, targets) -> None:
+    """The rule itself, for any target (even one that gives a partition twice) and claims."""
+    owned = {m: [TopicPartition("t", p) for p in ps] for m, ps in claims.items()}
+    target = {m: Assignment(tuple(TopicPartition("t", p) for p in ps)) for m, ps in targets.items()}
+    step = cooperative_step(target, owned)
+    for member, given_ in target.items():
+        mine = set(owned.get(member, ()))
+        others = {tp for o, tps in owned.items() if o != member and o in target for tp in tps}
+        withheld = tuple(tp for tp in given_.partitions if tp not in mine and tp in others)
+        assert step.pending.get(member, ()) == withheld
+        assert step.assignment[member].partitions == tuple(
+            tp for tp in given_.partitions if tp not in withheld
+        )
+        assert step.revoked.get(member, ()) == tuple(sorted(mine - set(given_.partitions)))

@@ -12,8 +12,9 @@ def test_partitions_are_numbered_across_topics_in_name_order() -> None:
     layout = TopicLayout({"b": 2, "a": 3, "gone": 0}, ["b", "a", "gone", "unknown"])
     assert layout.topics == ("a", "b")
     assert layout.total == 5
-    assert layout.topic_at == [0, 0, 0, 1, 1]
     assert layout.to_partitions([4, 0]) == (TopicPartition("b", 1), TopicPartition("a", 0))
+    assert layout.to_partitions([3]) == (TopicPartition("b", 0),)
+    assert layout.to_partitions([]) == ()
 
 
 def test_numbers_drop_partitions_that_do_not_exist_or_are_not_subscribed() -> None:

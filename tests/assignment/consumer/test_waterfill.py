@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.waterfill import fill_order, water_caps
+from streamjoin.assignment.consumer.waterfill import deal, fill_order, water_caps
 
 
 def greedy(loads: list[int], caps: list[int] | None, units: int) -> list[int]:
@@ -46,3 +46,21 @@ def test_no_members_can_take_no_units() -> None:
     assert water_caps([], 0) == []
     with pytest.raises(ValueError, match="no members"):
         water_caps([], 1)
+
+
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 4)), max_size=8))
+def test_deal_hands_out_units_in_fill_order(spec: list[tuple[int, int]]) -> None:
+    loads = [load for load, _ in spec]
+    caps = [load + extra for load, extra in spec]
+    units = list(range(100, 100 + sum(extra for _, extra in spec)))
+    expected: list[list[int]] = [[-1] for _ in spec]
+    for unit, member in zip(units, fill_order(loads, caps), strict=True):
+        expected[member].append(unit)
+    dealt: list[list[int]] = [[-1] for _ in spec]
+    deal(units, loads, caps, dealt)
+    assert dealt == expected
+
+
+def test_deal_refuses_units_that_do_not_fit() -> None:
+    with pytest.raises(ValueError, match="3 units for 2 places"):
+        deal([1, 2, 3], [0, 0], [1, 1], [[], []])
