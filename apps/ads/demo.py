@@ -130,11 +130,12 @@ async def query_once(
                 await asyncio.sleep(0.5)
                 continue
             count = len(answer["value"])
+            lag = answer["lag_records"]  # None: a restoring copy whose changelog end is unknown
             console.print(
                 f"{when}  query attribute-left {auction} via {asked[0].name}: {count} "
                 f"record{'s' if count != 1 else ''}, answered by "
                 f"{names.get(answer['served_by'])} ({answer['role']}, "
-                f"lag {answer['lag_records']} records)"
+                f"lag {'unknown' if lag is None else f'{lag} records'})"
             )
             return
     console.print(failure)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin.broker import Broker
+from streamjoin.broker import Broker, EmbeddedBroker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -19,8 +19,11 @@ DEMO = Path(__file__).resolve().parents[2] / "apps" / "ads" / "demo.py"
 def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) -> None:
     """On the session's broker, and on Tansu (the demo's default) when that is another one."""
     broker = each_broker
+    # Tansu answers JoinGroup after about half the session timeout, so its follow-up rebalance
+    # can come 15 s after the learners caught up: more traffic keeps the moves inside the run.
+    impressions = "45000" if isinstance(broker, EmbeddedBroker) else "30000"
     done = subprocess.run(
-        [sys.executable, str(DEMO), "--bootstrap", broker.bootstrap, "--impressions", "30000"],
+        [sys.executable, str(DEMO), "--bootstrap", broker.bootstrap, "--impressions", impressions],
         capture_output=True,
         text=True,
         timeout=240,
@@ -37,7 +40,7 @@ def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) ->
     # One query of the join's state, answered while the group rebalances after worker-1 left.
     assert re.search(
         r"^ *[\d.]+ s  query attribute-left \S+ via worker-2: [1-9]\d* records?, answered by "
-        r"worker-[23] \((active|standby|restoring), lag \d+ records\)$",
+        r"worker-[23] \((active|standby|restoring), lag (\d+ records|unknown)\)$",
         done.stdout,
         re.M,
     ), output

@@ -2,7 +2,9 @@
 owns each partition of the shared topic. Before, each join's tasks could land on different
 workers that fetched and committed the same partition for themselves, and a scale-out lost
 records. Here a third worker joins during traffic: nothing is lost, and at-least-once repeats
-a result at most once."""
+a result at most once per hand-off of its task. A task may be handed off twice here (w1 to w2
+once w2 has warmed up, then to w3), and its members commit the shared partition at the lowest
+of their positions, so a member that was ahead repeats what it did past that position."""
 
 from __future__ import annotations
 
@@ -56,6 +58,6 @@ async def test_a_scale_out_during_traffic_loses_nothing_of_joins_reading_one_top
     for output, counts in seen.items():
         missing = sorted(set(range(AUCTIONS)) - counts.keys())
         assert not missing, f"{output}: missing {len(missing)}: {missing[:20]}\n{workers.logs()}"
-        assert max(counts.values()) <= 2, f"{output}: {counts.most_common(3)}"
+        assert max(counts.values()) <= 3, f"{output}: {counts.most_common(3)}"
     assert codes == {"w1": 0, "w2": 0, "w3": 0}, workers.logs()
     assert f"task {TASK}_" in workers.logs()
