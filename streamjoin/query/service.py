@@ -9,7 +9,7 @@ table is whole on every worker: the member asked answers it from its own copy, n
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from streamjoin.assignment.task_metadata import AssignmentInfo
@@ -116,9 +116,7 @@ class QueryService:
         self.topology = topology
         self.stores = {
             name: store
-            if store.is_global
-            else replace(store, subtopology=topology.subtopology_of(store.subtopology))
-            for name, store in queryable_stores(topology.joins).items()
+            for name, store in queryable_stores(topology.joins, topology.subtopology_of).items()
             if global_tables is not None or not store.is_global
         }
         self.url = ""

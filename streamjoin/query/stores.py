@@ -92,8 +92,7 @@ class QueryableStore:
     """The name users query it by."""
     kind: str
     subtopology: str
-    """Its join's name (the query service maps it to the sub-topology whose tasks run the
-    join): the key's partition picks the task."""
+    """The sub-topology whose tasks hold it: the key's partition picks the task."""
     local_name: str
     """The store's name inside a task (and in its changelog topic)."""
     key_serde: Serde
@@ -238,27 +237,32 @@ register_kind("window", _read_window)
 register_kind(GLOBAL, *_key_value(_global_fields))
 
 
-def _table_store(spec_name: str, local: str, table: Table, serde: Serde) -> QueryableStore:
+def _table_store(subtopology: str, local: str, table: Table, serde: Serde) -> QueryableStore:
     kind = "versioned" if table.versioned else "table"
-    return QueryableStore(table.name, kind, spec_name, local, table.key_serde, serde)
+    return QueryableStore(table.name, kind, subtopology, local, table.key_serde, serde)
 
 
-def queryable_stores(joins: Iterable[JoinSpec]) -> Mapping[str, QueryableStore]:
+def queryable_stores(
+    joins: Iterable[JoinSpec], subtopology_of: Callable[[str], str] = str
+) -> Mapping[str, QueryableStore]:
     """Every queryable store of an app's joins, by name: tables by their topics' names (the
     table of a stream-table join, both tables of a table-table or foreign-key join, global
-    tables), the window stores of stream-stream joins by the names `describe` shows."""
+    tables), the window stores of stream-stream joins by the names `describe` shows.
+    `subtopology_of` names the sub-topology running a join (its own name unless it shares a
+    source topic with other joins)."""
     stores: dict[str, QueryableStore] = {}
     for spec in joins:
+        subtopology = subtopology_of(spec.name)
         fk = spec.foreign_key
         if fk is not None:
             # Each half keeps its table ("<join>-left", "<join>-fk-right") by the table's key.
             if fk.side == "left":
                 store = _table_store(
-                    spec.name, f"{spec.name}-left", fk.left_table, spec.left_value_serde
+                    subtopology, f"{spec.name}-left", fk.left_table, spec.left_value_serde
                 )
             else:
                 store = _table_store(
-                    spec.name, f"{spec.name}-right", fk.right_table, spec.right_value_serde
+                    subtopology, f"{spec.name}-right", fk.right_table, spec.right_value_serde
                 )
             stores[store.name] = store
             continue
@@ -278,7 +282,7 @@ def queryable_stores(joins: Iterable[JoinSpec]) -> Mapping[str, QueryableStore]:
             tables = [("table", spec.right, spec.right_value_serde)]
         for local, table, serde in tables:
             assert isinstance(table, Table)
-            stores[table.name] = _table_store(spec.name, f"{spec.name}-{local}", table, serde)
+            stores[table.name] = _table_store(subtopology, f"{spec.name}-{local}", table, serde)
         if tables:
             continue
         for side, topic, serde in (
@@ -286,7 +290,7 @@ def queryable_stores(joins: Iterable[JoinSpec]) -> Mapping[str, QueryableStore]:
             ("right", spec.right, spec.right_value_serde),
         ):
             name = f"{spec.name}-{side}"
-            stores[name] = QueryableStore(name, "window", spec.name, name, topic.key_serde, serde)
+            stores[name] = QueryableStore(name, "window", subtopology, name, topic.key_serde, serde)
     return stores
 
 
