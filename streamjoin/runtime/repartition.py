@@ -85,6 +85,10 @@ class RepartitionTask:
             done += 1
         return done
 
+    def accept(self, side: Side, record: Any, now_ms: int) -> None:
+        """Re-key `record` now (its task orders the input of its members itself)."""
+        self._process_one(record)
+
     def _process_one(self, record: Any) -> None:
         try:
             if record.timestamp < 0:

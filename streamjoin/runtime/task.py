@@ -160,6 +160,15 @@ class JoinTask:
             done += 1
         return done
 
+    def accept(self, side: Side, record: Any, now_ms: int) -> None:
+        """Process `record` now: the task it belongs to orders the input of its members itself
+        (see `running_task`), so it is admitted here instead of when buffered."""
+        problem = self._admission.problem(side, record, now_ms)
+        if problem is None:
+            self._process_one(side, record)
+        else:
+            self._reject(side, record, problem, now_ms)
+
     def advance_stream_time(self, stream_time: int) -> None:
         """Emit what a record at `stream_time` would close, without one (test driver)."""
         self._write(self.processor.advance_to(stream_time))

@@ -1,10 +1,10 @@
 """The worker's active tasks: created when the group assigns their partitions, fed with fetched
 records, and handed back (committed, state suspended) when their partitions are revoked.
 
-A task runs every join and key_by of its sub-topology (those reading a common topic), each
-with its own buffers and positions; it commits a partition they share at the lowest of their
-positions. A task whose state is still restoring does not hold up the others: its input
-partitions are paused until its stores are ready, while every other task keeps processing.
+A task runs every join and key_by of its sub-topology (those reading a common topic); how
+records reach them is `running_task`'s. A task whose state is still restoring does not hold up
+the others: its input partitions are paused until its stores are ready, while every other task
+keeps processing.
 """
 
 from __future__ import annotations
@@ -18,24 +18,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.dsl.spec import Repartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.runtime.joins.counters import JoinCounters
-from streamjoin.runtime.joins.records import SIDES, Side
 from streamjoin.runtime.repartition import RepartitionTask
+from streamjoin.runtime.running_task import MemberTask, RunningTask, member_task, running_task
 from streamjoin.runtime.sink import RecordSink
 from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.task_roles import WorkerRoles
-from streamjoin.runtime.topology import (
-    AppTopology,
-    GlobalTables,
-    Member,
-    StoreLookup,
-    TaskId,
-    build_processor,
-    member_inputs,
-)
+from streamjoin.runtime.topology import AppTopology, GlobalTables, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
 
 __all__ = ("FetchControl", "TaskManager", "TasksLost")
@@ -53,26 +44,14 @@ class FetchControl(Protocol):
     def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Member:
-    """One join (two inputs: left, right) or key_by (one input) of a running task."""
-
-    inputs: tuple[TopicPartition, ...]
-    task: JoinTask | RepartitionTask
-
-
 @dataclass(slots=True)
 class _Active:
-    """A task this worker owns: restoring (no members yet) or running its members."""
+    """A task this worker owns: restoring (not running yet) or running its members."""
 
     inputs: tuple[TopicPartition, ...]
     """Every partition its members read, each once."""
-    members: tuple[_Member, ...] = ()
+    running: RunningTask | None = None
     opening: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        return bool(self.members)
 
 
 class TaskManager(RebalanceListener):
@@ -97,12 +76,10 @@ class TaskManager(RebalanceListener):
         self.app = app
         self.topology = topology
         self.roles = roles
-        self._readers: defaultdict[str, list[tuple[str, int, Side]]] = defaultdict(list)
-        """Topic -> the sub-topologies reading it, the member reading it and as which side."""
-        for name in topology.names:
-            for index, member in enumerate(topology.members(name)):
-                for side, topic in zip(SIDES, member_inputs(member), strict=False):
-                    self._readers[topic].append((name, index, side))
+        self._readers: dict[str, str] = {
+            topic: name for name in topology.names for topic in topology.inputs(name)
+        }
+        """Topic -> the sub-topology reading it (one: those sharing a topic are merged)."""
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
@@ -114,7 +91,9 @@ class TaskManager(RebalanceListener):
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
         """Inputs paused because their task already has plenty of their records buffered."""
-        self._waiting: defaultdict[TaskId, list[tuple[int, Side, list[Any]]]] = defaultdict(list)
+        self._waiting: defaultdict[TaskId, list[tuple[TopicPartition, list[Any]]]] = defaultdict(
+            list
+        )
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
         self.failure: BaseException | None = None
@@ -183,64 +162,47 @@ class TaskManager(RebalanceListener):
                 continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
-            for name, index, side in self._readers.get(tp.topic, ()):
-                task_id = TaskId(name, tp.partition)
-                active = self.active.get(task_id)
-                if active is not None and active.running:
-                    active.members[index].task.add(side, records)
-                else:
-                    # Restoring, or its other input is not here yet: keep them until it runs
-                    # (the partition is paused meanwhile; nothing is fetched twice).
-                    self._waiting[task_id].append((index, side, records))
+            name = self._readers.get(tp.topic)
+            if name is None:
+                continue
+            task_id = TaskId(name, tp.partition)
+            active = self.active.get(task_id)
+            if active is not None and active.running is not None:
+                active.running.add(tp, records)
+            else:
+                # Restoring, or its other input is not here yet: keep them until it runs
+                # (the partition is paused meanwhile; nothing is fetched twice).
+                self._waiting[task_id].append((tp, records))
         return count
 
     def process(
         self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 500
     ) -> int:
-        """Process up to `budget` buffered records, a slice per join or key_by of each running
-        task in turn, so one call never keeps the event loop (heartbeats, fetches) waiting for
-        long."""
-        running = [m for a in self.active.values() for m in a.members]
+        """Process up to `budget` buffered records, a slice per running task in turn, so one
+        call never keeps the event loop (heartbeats, fetches) waiting for long."""
+        running = [a.running for a in self.active.values() if a.running is not None]
         done = 0
         while running and done < budget:
             share = max(1, (budget - done) // len(running))
             still_busy = []
-            for member in running:
-
-                def side_lag(
-                    side: Side, inputs: tuple[TopicPartition, ...] = member.inputs
-                ) -> int | None:
-                    return lag(inputs[side])
-
-                count = member.task.process(now_ms, side_lag, min(share, 200))
+            for task in running:
+                count = task.process(now_ms, lag, min(share, 200))
                 done += count
                 if count:
-                    still_busy.append(member)
+                    still_busy.append(task)
             running = still_busy
         return done
 
     def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
-        """Offsets to commit: per input partition, the lowest position of the running tasks'
-        members that read it (a partition some reading member has not started on is left
-        out)."""
-        chosen = (
-            self.active
-            if task_ids is None
-            else {t: self.active[t] for t in task_ids if t in self.active}
-        )
-        lowest: dict[TopicPartition, int] = {}
-        blocked: set[TopicPartition] = set()
-        for active in chosen.values():
-            if not active.running:
-                blocked.update(active.inputs)
-            for member in active.members:
-                positions = member.task.positions()
-                for side, tp in zip(SIDES, member.inputs, strict=False):
-                    if side not in positions:
-                        blocked.add(tp)
-                    elif tp not in lowest or positions[side] < lowest[tp]:
-                        lowest[tp] = positions[side]
-        return {tp: offset for tp, offset in lowest.items() if tp not in blocked}
+        """Offsets to commit: the position of each input partition a running task has started
+        on (one task reads a partition: those sharing a topic are one sub-topology)."""
+        chosen = self.active.keys() if task_ids is None else task_ids
+        positions: dict[TopicPartition, int] = {}
+        for task_id in chosen:
+            active = self.active.get(task_id)
+            if active is not None and active.running is not None:
+                positions.update(active.running.positions())
+        return positions
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
         """Per join: its counters and dead letters (those of the key_by tasks feeding it too),
@@ -276,16 +238,15 @@ class TaskManager(RebalanceListener):
         full = {
             tp
             for a in self.active.values()
-            for m in a.members
-            for side, tp in zip(SIDES, m.inputs, strict=False)
-            if m.task.buffered_for(side) > limit
+            if a.running is not None
+            for tp in a.running.full(limit)
         }
         if full != self._full:
             self._full = full
             self._apply_pauses()
 
     def buffered(self) -> int:
-        return sum(task.buffered() for task in self._running_tasks())
+        return sum(a.running.buffered() for a in self.active.values() if a.running is not None)
 
     async def lose_all(self) -> None:
         """Drop every task without committing (exactly-once, when the transaction fails)."""
@@ -301,8 +262,8 @@ class TaskManager(RebalanceListener):
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _running_tasks(self) -> list[JoinTask | RepartitionTask]:
-        return [m.task for a in self.active.values() for m in a.members]
+    def _running_tasks(self) -> list[MemberTask]:
+        return [m for a in self.active.values() if a.running is not None for m in a.running.members]
 
     async def _sync_standbys(self) -> None:
         """Standbys and learners tail their changelogs; so does an active task whose partitions
@@ -327,10 +288,12 @@ class TaskManager(RebalanceListener):
         """Tasks for which this worker now owns every input partition."""
         found: set[TaskId] = set()
         for tp in partitions:
-            for name, _, _ in self._readers.get(tp.topic, ()):
-                task_id = TaskId(name, tp.partition)
-                if all(i in self._owned for i in self._inputs(task_id)):
-                    found.add(task_id)
+            name = self._readers.get(tp.topic)
+            if name is None:
+                continue
+            task_id = TaskId(name, tp.partition)
+            if all(i in self._owned for i in self._inputs(task_id)):
+                found.add(task_id)
         return found
 
     def _forget_waiting(self, partitions: frozenset[TopicPartition]) -> None:
@@ -350,9 +313,6 @@ class TaskManager(RebalanceListener):
             TopicPartition(t, partition) for t in self.topology.inputs(task_id.subtopology)
         )
 
-    def _member_inputs(self, task_id: TaskId, member: Member) -> tuple[TopicPartition, ...]:
-        return tuple(TopicPartition(t, task_id.partition) for t in member_inputs(member))
-
     async def _open(self, task_id: TaskId) -> None:
         active = self.active[task_id]
         if not self.topology.is_stateful(task_id.subtopology):  # key_bys, global-table joins
@@ -370,39 +330,28 @@ class TaskManager(RebalanceListener):
 
     def _start(self, active: _Active, task_id: TaskId, state: StoreLookup | None) -> None:
         """Run the task: each of its members, fed what was fetched for it meanwhile."""
-        active.members = tuple(
-            _Member(self._member_inputs(task_id, member), self._member_task(task_id, member, state))
+        app = self.app
+        members = [
+            (
+                member,
+                member_task(
+                    member,
+                    task_id,
+                    app=app,
+                    state=state,
+                    sink=self._sink,
+                    global_tables=self.global_tables,
+                ),
+            )
             for member in self.topology.members(task_id.subtopology)
-        )
-        for index, side, records in self._waiting.pop(task_id, ()):
-            active.members[index].task.add(side, records)
+        ]
+        running = running_task(task_id, active.inputs, members, app.settings.max_task_idle_ms)
+        for tp, records in self._waiting.pop(task_id, ()):
+            running.add(tp, records)
+        active.running = running
         active.opening = None
         logger.info("task %s is running", task_id)
         self._apply_pauses()
-
-    def _member_task(
-        self, task_id: TaskId, member: Member, state: StoreLookup | None
-    ) -> JoinTask | RepartitionTask:
-        settings = self.app.settings
-        if isinstance(member, Repartition):
-            return RepartitionTask(
-                self.app.app_id, member, task_id, self._sink, on_error=settings.on_error
-            )
-        if member.is_global:
-            processor = build_processor(member, None, self._sink, self.global_tables)
-        else:
-            processor = build_processor(member, state, self._sink)
-        return JoinTask(
-            self.app.app_id,
-            member,
-            task_id,
-            processor,
-            self._sink,
-            on_error=settings.on_error,
-            max_idle_ms=settings.max_task_idle_ms,
-            max_future_ms=settings.max_future_ms,
-            max_record_bytes=settings.max_record_bytes,
-        )
 
     def _opened(self, opening: asyncio.Task[None]) -> None:
         if not opening.cancelled() and opening.exception() is not None:
@@ -410,8 +359,7 @@ class TaskManager(RebalanceListener):
 
     async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
         active = self.active.pop(task_id)
-        for member in active.members:
-            task = member.task
+        for task in active.running.members if active.running is not None else ():
             if isinstance(task, JoinTask):
                 self.retired[task.spec.name].add(task.processor.counters)
                 self.retired_dead_letters[task.spec.name] += task.dead_letters
@@ -434,7 +382,7 @@ class TaskManager(RebalanceListener):
     def _apply_pauses(self) -> None:
         """Pause exactly the owned partitions that no running task reads (a task restoring,
         or one whose other input is not here yet), and those with a full buffer."""
-        running = {tp for a in self.active.values() if a.running for tp in a.inputs}
+        running = {tp for a in self.active.values() if a.running is not None for tp in a.inputs}
         running -= self._full
         if self.fetch is not None:
             self.fetch.pause(self._owned - running)
