@@ -73,6 +73,13 @@ def subtopology_groups(app: App) -> tuple[tuple[str, ...], ...]:
     groups: dict[str, list[str]] = {}
     for name in units:
         groups.setdefault(root(name), []).append(name)
+    for members in groups.values():
+        merged = group_name(members)
+        if len(members) > 1 and merged in units:
+            raise ConfigurationError(
+                f"{merged!r} names a join or key_by and also the sub-topology of {members} (they "
+                "read a common topic): rename it, since task ids and state directories would clash"
+            )
     return tuple(tuple(members) for members in groups.values())
 
 

@@ -45,6 +45,13 @@ def test_joins_reading_one_topic_are_one_sub_topology_and_the_others_keep_their_
     assert topology.partitions["pay"] == 4  # stores are still found by their join's name
 
 
+def test_a_join_named_like_a_merged_sub_topology_is_refused() -> None:
+    app = shop()
+    app.join(app.topic("c"), app.topic("d"), window=WINDOW, into="x", name="pay.refund")(joiner)
+    with pytest.raises(ConfigurationError, match=r"'pay.refund' names a join .* rename it"):
+        subtopology_groups(app)
+
+
 def test_sharing_is_transitive_through_key_bys_and_repartition_topics() -> None:
     """A key_by reading orders joins the group; two joins reading one re-keyed topic too."""
     app = App("t")
