@@ -31,6 +31,7 @@ COMPILED = [
     "streamjoin/runtime/joins/foreign_key.py",
     "streamjoin/runtime/joins/pending.py",
     "streamjoin/runtime/joins/records.py",
+    "streamjoin/runtime/joins/table.py",
     "streamjoin/runtime/joins/table_table.py",
     "streamjoin/runtime/joins/versioned_table.py",
     "streamjoin/runtime/joins/windowed.py",

@@ -22,8 +22,9 @@ from streamjoin.cli.worker_checks import (
     create_missing_inputs,
 )
 from streamjoin.cli.worker_processes import parse_processes, run_supervised_workers
-from streamjoin.dsl.app import App, AppSettings
+from streamjoin.dsl.app import App
 from streamjoin.dsl.loading import load_app
+from streamjoin.dsl.settings import AppSettings
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.supervised import SupervisedChild
 from streamjoin.runtime.worker import Worker, WorkerOptions

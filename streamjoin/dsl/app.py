@@ -2,74 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from streamjoin.dsl.fields import FieldMapping
 from streamjoin.dsl.foreign_key import foreign_key_specs
 from streamjoin.dsl.inputs import InputResolver
-from streamjoin.dsl.spec import JOIN_KINDS, Joiner, JoinKind, JoinSpec, Repartition
-from streamjoin.dsl.steps import KeyBy
+from streamjoin.dsl.settings import AppSettings, check_settings
+from streamjoin.dsl.spec import Joiner, JoinKind, JoinSpec, Repartition
 from streamjoin.dsl.topics import GlobalTable, Stream, Table, Topic, make_topic
+from streamjoin.dsl.validation import NAME, check_join, check_name, global_lookup
 from streamjoin.dsl.windows import JoinWindows
 from streamjoin.errors import ConfigurationError
-from streamjoin.group.offset_reset import OffsetReset, check_policy
-from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
-from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
-__all__ = ("PROCESSING_GUARANTEES", "App", "AppSettings", "check_guarantee")
-
-_APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
-@dataclass(slots=True)
-class AppSettings:
-    """Worker settings an app carries; the `streamjoin worker` options override them."""
-
-    broker: str = "localhost:9092"
-    security: KafkaSecurity = field(default_factory=KafkaSecurity)
-    """TLS and SASL settings of every Kafka connection; the command line, STREAMJOIN_*
-    environment variables and `--kafka-config` override them (README "Connecting to a secured
-    cluster")."""
-    state_dir: Path = Path("./state")
-    commit_interval_s: float = 5.0
-    processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
-    """exactly_once: each commit interval is one Kafka transaction (outputs, changelogs, input
-    offsets), so no output repeats after a crash (README "Processing guarantees")."""
-    max_task_idle_ms: int = 0
-    """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
-    on_error: Literal["dlq", "fail"] = "dlq"
-    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
-    """A record stamped further ahead of the wall clock than this is a bad record: it would
-    move stream time into the future and make every later record late."""
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    """An input record (key and value) or a joined value larger than this is a bad record: the
-    broker would refuse it in a changelog or an output. Raise it together with the topics'
-    `max.message.bytes`."""
-    auto_offset_reset: OffsetReset = "earliest"
-    """Where an input partition resumes when the group has no committed offset for it, or
-    when its committed offset is no longer in the log (retention deleted it while the app was
-    down): earliest, latest, or none (stop with an error)."""
-    broker_unavailable_timeout_s: float = 180.0
-    """How long a worker keeps reconnecting to a broker that does not answer before it exits
-    (non-zero, one line): long enough for a broker restart, short enough to be noticed."""
-    num_standby_replicas: int = 0
-    acceptable_recovery_lag: int = 10_000
-    max_warmup_replicas: int = 2
-    probing_rebalance_interval_s: float = 600.0
-    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
-    """Memory of all the worker's state stores together: RocksDB's block cache and write
-    buffers, and the window stores' newest records (README "Memory")."""
-    window_memory_bytes: int | None = None
-    """Of the budget, what the window stores' newest records may take, all stores together:
-    a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""
-    rocksdb_options: RocksDBOptionsSetter | None = None
-    """`(store_name, options, table_options) -> None`, to tune each store's RocksDB options
-    (as Kafka Streams' rocksdb.config.setter)."""
+__all__ = ("App",)
 
 
 class App:
@@ -78,7 +23,7 @@ class App:
     `<app_id>-<name>-repartition`, dead letters `<app_id>-dlq`)."""
 
     def __init__(self, app_id: str, *, broker: str = "localhost:9092", **settings: Any) -> None:
-        if not _APP_ID.match(app_id or ""):
+        if not NAME.match(app_id or ""):
             raise ConfigurationError(
                 f"app id {app_id!r} must be non-empty letters, digits, '.', '_' or '-' "
                 "(it names Kafka topics and a consumer group)"
@@ -88,9 +33,7 @@ class App:
             self.settings = AppSettings(broker=broker, **settings)
         except TypeError as exc:
             raise ConfigurationError(f"App({app_id!r}): {exc}") from None
-        _check_memory(self.settings)
-        check_policy(self.settings.auto_offset_reset)
-        check_guarantee(self.settings.processing_guarantee)
+        check_settings(self.settings)
         self._topics: dict[str, Topic] = {}
         self._joins: dict[str, JoinSpec] = {}
         self._inputs = InputResolver(app_id)
@@ -206,7 +149,7 @@ class App:
                 raise ConfigurationError(
                     f"join {join_name!r} is declared twice; give one of them name=..."
                 )
-            _check_name(join_name, joiner)
+            check_name(join_name, joiner)
             for side, declared in (("left", left), ("right", right)):
                 if not isinstance(declared, Topic | Stream):
                     raise ConfigurationError(
@@ -217,7 +160,7 @@ class App:
                 raise ConfigurationError(
                     f"join {join_name!r}: into= takes a topic name or an app.topic()"
                 )
-            lookup = _lookup(join_name, left, right, key)
+            lookup = global_lookup(join_name, left, right, key)
             output = into if isinstance(into, Topic) else self.topic(into, value_type=dict)
             if foreign_key is not None:
                 self._register_foreign_key(
@@ -245,7 +188,7 @@ class App:
                     right_steps,
                     lookup,
                 )
-                _check_join(spec)
+                check_join(spec)
             self._joins[join_name] = spec
             return joiner
 
@@ -299,112 +242,3 @@ class App:
                 copies[fk.subscription.name] = fk.right_table.name
                 copies[fk.response.name] = fk.left_table.name
         return copies
-
-
-def _lookup(
-    join: str, left: object, right: object, key: Callable[[Any], Any] | str | None
-) -> KeyBy | None:
-    """The global-table lookup of a join's `key=`, refusing it anywhere else."""
-    where = f"join {join!r}"
-    if isinstance(left, GlobalTable):
-        raise ConfigurationError(
-            f"{where}: global table {left.name!r} is on the left; a global table can only be "
-            "the right side, joined by a stream"
-        )
-    if not isinstance(right, GlobalTable):
-        if key is not None:
-            raise ConfigurationError(
-                f"{where}: key= applies only to a join with a global table (app.global_table)"
-            )
-        return None
-    if isinstance(left, Table):
-        raise ConfigurationError(
-            f"{where}: global table {right.name!r} joins a stream (app.topic), not table "
-            f"{left.name!r}"
-        )
-    if key is None:
-        raise ConfigurationError(
-            f"{where}: a join with global table {right.name!r} needs key=, a function of the "
-            "stream value (or its field name) giving the table key to look up"
-        )
-    if not (callable(key) or (isinstance(key, str) and key)):
-        raise ConfigurationError(
-            f"{where}: key= takes a function of the stream value or a field name, got {key!r}"
-        )
-    return KeyBy(key, right.key_serde)
-
-
-PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
-
-
-def check_guarantee(guarantee: str) -> None:
-    if guarantee not in PROCESSING_GUARANTEES:
-        raise ConfigurationError(
-            f"processing guarantee {guarantee!r}: use at_least_once or exactly_once"
-        )
-
-
-def _check_memory(settings: AppSettings) -> None:
-    recent_share(settings.memory_budget_bytes, settings.window_memory_bytes)
-    if settings.rocksdb_options is not None and not callable(settings.rocksdb_options):
-        raise ConfigurationError(
-            "rocksdb_options must be a callable (store_name, options, table_options) -> None"
-        )
-
-
-def _check_name(name: str, joiner: Joiner) -> None:
-    if not name and isinstance(joiner, FieldMapping):
-        raise ConfigurationError(
-            "a join built from fields(...) needs a name: app.join(..., name=...)"
-        )
-    if not _APP_ID.match(name):
-        raise ConfigurationError(
-            f"join {name!r}: the name must be letters, digits, '.', '_' or '-'"
-        )
-
-
-def _check_join(spec: JoinSpec) -> None:
-    """Refuse a join the engines cannot run, saying which argument is wrong."""
-    where = f"join {spec.name!r}"
-    if not callable(spec.joiner):
-        raise ConfigurationError(f"{where}: the joiner must be callable")
-    if isinstance(spec.joiner, FieldMapping):
-        spec.joiner.check_output(spec.into.value_type, where)
-    for side, topic in (("left", spec.left), ("right", spec.right)):
-        if not isinstance(topic, Topic):
-            raise ConfigurationError(
-                f"{where}: the {side} side must come from app.topic() or app.table()"
-            )
-    if isinstance(spec.left, Table) and not isinstance(spec.right, Table):
-        raise ConfigurationError(
-            f"{where}: the left side must be a stream (app.topic) when the right is one; "
-            "a table on the left joins only a table"
-        )
-    if spec.how not in JOIN_KINDS:
-        raise ConfigurationError(f"{where}: how={spec.how!r}; use one of {', '.join(JOIN_KINDS)}")
-    if spec.is_global:
-        if spec.how == "outer":
-            raise ConfigurationError(f"{where}: a global-table join is inner or left, not outer")
-        if spec.window is not None:
-            raise ConfigurationError(f"{where}: a global-table join takes no window")
-    elif spec.is_table_table:
-        if spec.window is not None:
-            raise ConfigurationError(f"{where}: a table-table join takes no window")
-        if spec.has_versioned_table:
-            raise ConfigurationError(
-                f"{where}: a versioned table joins a stream (as of the stream record's time); "
-                "join tables declared without versioned=True"
-            )
-    elif spec.is_stream_table:
-        if spec.how == "outer":
-            raise ConfigurationError(f"{where}: a stream-table join is inner or left, not outer")
-        if spec.window is not None:
-            raise ConfigurationError(f"{where}: a stream-table join takes no window")
-    elif not isinstance(spec.window, JoinWindows):
-        raise ConfigurationError(f"{where}: a stream-stream join needs window=JoinWindows(...)")
-    if spec.left.name == spec.right.name:
-        raise ConfigurationError(
-            f"{where}: joining {spec.left.name!r} with itself is not supported"
-        )
-    if spec.into.name in spec.input_topics:
-        raise ConfigurationError(f"{where}: the output topic {spec.into.name!r} is also an input")

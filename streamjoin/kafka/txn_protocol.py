@@ -30,6 +30,19 @@ from aiokafka.protocol.types import (
 __all__ = ("OffsetFetchStableRequest", "TxnOffsetCommitV3Request")
 
 _NO_LEADER_EPOCH = -1
+_STRING = CompactString("utf-8")
+_TAGS = ("tags", TaggedFields)
+
+
+def _topics(*partition_fields: tuple[str, object]) -> tuple[str, CompactArray]:
+    """A flexible version's topics array: each topic's name, then its partitions (these
+    fields), each level closed by its tagged fields."""
+    return (
+        "topics",
+        CompactArray(
+            ("name", _STRING), ("partitions", CompactArray(*partition_fields, _TAGS)), _TAGS
+        ),
+    )
 
 
 class TxnOffsetCommitResponseV3(Response):  # type: ignore[misc]
@@ -37,22 +50,8 @@ class TxnOffsetCommitResponseV3(Response):  # type: ignore[misc]
     API_VERSION = 3
     SCHEMA = Schema(
         ("throttle_time_ms", Int32),
-        (
-            "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                (
-                    "partitions",
-                    CompactArray(
-                        ("partition_index", Int32),
-                        ("error_code", Int16),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
+        _topics(("partition_index", Int32), ("error_code", Int16)),
+        _TAGS,
     )
 
 
@@ -62,31 +61,20 @@ class TxnOffsetCommitRequestV3(RequestStruct):  # type: ignore[misc]
     API_VERSION = 3
     RESPONSE_TYPE = TxnOffsetCommitResponseV3
     SCHEMA = Schema(
-        ("transactional_id", CompactString("utf-8")),
-        ("group_id", CompactString("utf-8")),
+        ("transactional_id", _STRING),
+        ("group_id", _STRING),
         ("producer_id", Int64),
         ("producer_epoch", Int16),
         ("generation_id", Int32),
-        ("member_id", CompactString("utf-8")),
-        ("group_instance_id", CompactString("utf-8")),
-        (
-            "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                (
-                    "partitions",
-                    CompactArray(
-                        ("partition_index", Int32),
-                        ("committed_offset", Int64),
-                        ("committed_leader_epoch", Int32),
-                        ("committed_metadata", CompactString("utf-8")),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
-            ),
+        ("member_id", _STRING),
+        ("group_instance_id", _STRING),
+        _topics(
+            ("partition_index", Int32),
+            ("committed_offset", Int64),
+            ("committed_leader_epoch", Int32),
+            ("committed_metadata", _STRING),
         ),
-        ("tags", TaggedFields),
+        _TAGS,
     )
 
 
@@ -137,26 +125,15 @@ class OffsetFetchResponseV7(Response):  # type: ignore[misc]
     API_VERSION = 7
     SCHEMA = Schema(
         ("throttle_time_ms", Int32),
-        (
-            "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                (
-                    "partitions",
-                    CompactArray(
-                        ("partition_index", Int32),
-                        ("committed_offset", Int64),
-                        ("committed_leader_epoch", Int32),
-                        ("metadata", CompactString("utf-8")),
-                        ("error_code", Int16),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
-            ),
+        _topics(
+            ("partition_index", Int32),
+            ("committed_offset", Int64),
+            ("committed_leader_epoch", Int32),
+            ("metadata", _STRING),
+            ("error_code", Int16),
         ),
         ("error_code", Int16),
-        ("tags", TaggedFields),
+        _TAGS,
     )
 
 
@@ -166,17 +143,13 @@ class OffsetFetchRequestV7(RequestStruct):  # type: ignore[misc]
     API_VERSION = 7
     RESPONSE_TYPE = OffsetFetchResponseV7
     SCHEMA = Schema(
-        ("group_id", CompactString("utf-8")),
+        ("group_id", _STRING),
         (
             "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                ("partition_indexes", CompactArray(Int32)),
-                ("tags", TaggedFields),
-            ),
+            CompactArray(("name", _STRING), ("partition_indexes", CompactArray(Int32)), _TAGS),
         ),
         ("require_stable", Boolean),
-        ("tags", TaggedFields),
+        _TAGS,
     )
 
 

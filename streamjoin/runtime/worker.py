@@ -30,7 +30,8 @@ from aiokafka import AIOKafkaProducer
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.compiled import build_description
-from streamjoin.dsl.app import App, check_guarantee
+from streamjoin.dsl.app import App
+from streamjoin.dsl.settings import check_guarantee
 from streamjoin.dsl.topology import Topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.consumer import CooperativeConsumer

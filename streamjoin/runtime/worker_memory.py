@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamjoin.dsl.app import AppSettings
+from streamjoin.dsl.settings import AppSettings
 from streamjoin.metrics.registry import MetricsRegistry, Sample
 from streamjoin.state.manager import StateManager
 from streamjoin.state.memory import MemoryBudget
