@@ -36,19 +36,16 @@ from streamjoin.runtime.joins.records import Side
 from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.sink import OutgoingRecord
 from streamjoin.runtime.task import JoinTask
-from streamjoin.runtime.topology import TaskId, build_processor, store_specs
+from streamjoin.runtime.topology import TaskId, build_processor
 from streamjoin.runtime.worker_memory import memory_budget
-from streamjoin.state.changelog_topics import store_topic
-from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.global_store import GlobalStore
 from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
-from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.store_base import LocalStore
-from streamjoin.state.task_stores import store_class
 from streamjoin.state.versioned_store import VersionedStore
 from streamjoin.state.window_store import WindowStore
 from streamjoin.testing.memory_changelog import MemoryChangelogProducer
+from streamjoin.testing.stores import GlobalTables, TaskStores
 
 __all__ = ("OutputRecord", "TestDriver")
 
@@ -69,57 +66,6 @@ class _InputRecord:
     key: bytes | None
     value: bytes | None
     partition: int = 0
-
-
-class _Stores:
-    """A task's stores, opened directly on RocksDB, writing changelogs to memory."""
-
-    def __init__(
-        self,
-        directory: StateDirectory,
-        app: App,
-        spec: JoinSpec,
-        task_id: TaskId,
-        producer: MemoryChangelogProducer,
-        *,
-        memory: MemoryBudget,
-    ) -> None:
-        partition = task_id.partition
-        self.by_name: dict[str, LocalStore] = {}
-        for store_spec in store_specs(spec):
-            kind = store_class(store_spec.kind)
-            path = directory.store_dir(str(task_id), store_spec.name)
-            store = kind(store_spec, path, memory)
-            topic = store_topic(app.app_id, store_spec)
-            store.attach_writer(
-                ChangelogWriter(producer.for_partition(topic, partition), topic, partition)
-            )
-            self.by_name[store_spec.name] = store
-
-    def window(self, name: str) -> WindowStore:
-        store = self.by_name[name]
-        assert isinstance(store, WindowStore)
-        return store
-
-    def kv(self, name: str) -> KeyValueStore:
-        store = self.by_name[name]
-        assert isinstance(store, KeyValueStore)
-        return store
-
-    def versioned(self, name: str) -> VersionedStore:
-        store = self.by_name[name]
-        assert isinstance(store, VersionedStore)
-        return store
-
-
-class _GlobalTables:
-    """The global tables' stores, one per topic, as a worker holds them."""
-
-    def __init__(self, topics: list[str], directory: StateDirectory, memory: MemoryBudget) -> None:
-        self.stores = {topic: GlobalStore(topic, directory, memory) for topic in topics}
-
-    def table(self, topic: str) -> GlobalStore:
-        return self.stores[topic]
 
 
 class _ListSink:
@@ -156,7 +102,7 @@ class TestDriver:
         self._forwarded: defaultdict[str, int] = defaultdict(int)
         self._offsets: defaultdict[tuple[str, int], int] = defaultdict(int)
         self._tasks: dict[TaskId, JoinTask | RepartitionTask] = {}
-        self._stores: dict[TaskId, _Stores] = {}
+        self._stores: dict[TaskId, TaskStores] = {}
         self._readers: defaultdict[str, list[JoinSpec | Repartition]] = defaultdict(list)
         for spec in self.topology.joins:
             for name in dict.fromkeys(spec.input_topics):
@@ -171,7 +117,7 @@ class TestDriver:
         self.memory = memory_budget(app.settings)
         """Shared by the stores of every task, as in a worker."""
         global_topics = sorted({s.right.name for s in app.joins if s.is_global})
-        self._globals = _GlobalTables(global_topics, self._directory, self.memory)
+        self._globals = GlobalTables(global_topics, self._directory, self.memory)
 
     def _existing(self, partitions: Mapping[str, int]) -> dict[str, int]:
         """Partition counts of the topics the app reads from outside, as if they existed."""
@@ -216,7 +162,7 @@ class TestDriver:
         task_id = TaskId(spec.name, partition)
         task = self._tasks.get(task_id)
         if task is None:
-            stores = _Stores(
+            stores = TaskStores(
                 self._directory, self.app, spec, task_id, self.changelogs, memory=self.memory
             )
             self._stores[task_id] = stores
