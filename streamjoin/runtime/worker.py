@@ -12,7 +12,9 @@ offsets. Tasks map to workers through the consumer group with streamjoin's task 
 the COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move, and a
 task moves only once its new owner has restored its state as a learner (then the follow-up
 rebalance hands it over). Once the worker fails, no stop step waits for the broker for more
-than seconds (stopping.py); worker_endpoints.py serves its metrics and queries.
+than seconds (stopping.py); worker_endpoints.py serves its metrics and queries,
+worker_clients.py makes its producer and group member, worker_options.py applies the command
+line's settings.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ import contextlib
 import logging
 import socket
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from aiokafka import AIOKafkaProducer
 
@@ -31,14 +31,10 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
-from streamjoin.dsl.settings import check_guarantee
 from streamjoin.dsl.topology import Topology
-from streamjoin.errors import ConfigurationError
-from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.kafka.security import KafkaSecurity
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.query.server import QueryServer
 from streamjoin.runtime.broker_watch import BrokerWatch
@@ -56,15 +52,16 @@ from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
-from streamjoin.runtime.transaction_state import TransactionState, transaction_timeout_ms
+from streamjoin.runtime.transaction_state import TransactionState
+from streamjoin.runtime.worker_clients import worker_consumer, worker_producer
 from streamjoin.runtime.worker_endpoints import (
-    check_query_options,
     register_metrics,
     serve_metrics,
     serve_queries,
 )
 from streamjoin.runtime.worker_memory import memory_budget
 from streamjoin.runtime.worker_metrics import RestoreTracker
+from streamjoin.runtime.worker_options import WorkerOptions, apply_options
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.manager import StateConfig, StateManager
@@ -77,76 +74,12 @@ logger = logging.getLogger(__name__)
 
 _MAX_BUFFERED_PER_INPUT = 20_000
 """Records of one input partition a task may hold before that partition is paused."""
-_FETCH_MAX_WAIT_MS = 50
-"""How long the broker may hold a fetch that finds nothing new. aiokafka keeps one fetch in
-flight per broker: a partition whose buffered records were just drained is not fetched again
-until the one in flight returns, and a task waiting for that side's known records waits with it.
-With Apache Kafka's (and the client's) default 500 ms, a worker on the ad join ran at 20-50% of
-a plain consume-produce pipe; at 50 ms, 73% (bench/join_throughput.py --brokers kafka). Tansu
-answers at once, so it was not seen there. The cost: an idle worker asks 20 times a second."""
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerOptions:
-    """What `streamjoin worker` options override in the app's own settings."""
-
-    bootstrap: str | None = None
-    security: KafkaSecurity | None = None
-    """TLS and SASL settings (default: the app's `security`)."""
-    state_dir: Path | None = None
-    memory_budget_bytes: int | None = None
-    """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
-    commit_interval_s: float | None = None
-    metrics_port: int | None = None
-    metrics_host: str = "0.0.0.0"
-    """Address the Prometheus endpoint listens on (all interfaces by default)."""
-    query_port: int | None = None
-    """Serve interactive queries on this port (0: any free port; None: no queries)."""
-    query_host: str = "127.0.0.1"
-    advertised_query_url: str | None = None
-    on_error: str | None = None
-    max_future_ms: int | None = None
-    broker_unavailable_timeout_s: float | None = None
-    processing_guarantee: str | None = None
-    """at_least_once or exactly_once (default: the app's `processing_guarantee`)."""
-    session_timeout_ms: int = 10_000
-    heartbeat_interval_ms: int = 1_000
-    group_instance_id: str | None = None
-    member_index: int | None = None
-    """Which of the host's `--processes` this worker is (None: the only one)."""
-    capacity: int = 1
-    """Tasks this worker takes relative to others (the task assignor's capacity)."""
-    num_standby_replicas: int | None = None
-    acceptable_recovery_lag: int | None = None
-    followup_on_catch_up: bool = True
-    """Request the follow-up rebalance as soon as every learner here has caught up; False
-    leaves it to the probing interval (Kafka Streams' behaviour, for comparison)."""
 
 
 class Worker:
     def __init__(self, app: App, options: WorkerOptions | None = None) -> None:
         options = options or WorkerOptions()
-        settings = app.settings
-        if options.processing_guarantee is not None:
-            check_guarantee(options.processing_guarantee)
-            settings.processing_guarantee = options.processing_guarantee  # type: ignore[assignment]
-        if options.on_error is not None:
-            if options.on_error not in ("dlq", "fail"):
-                raise ConfigurationError(f"--on-error {options.on_error!r}: use dlq or fail")
-            settings.on_error = options.on_error  # type: ignore[assignment]
-        if options.max_future_ms is not None:
-            if options.max_future_ms < 0:
-                raise ConfigurationError(
-                    f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
-                )
-            settings.max_future_ms = options.max_future_ms
-        check_query_options(options.query_port, options.advertised_query_url)
-        if options.broker_unavailable_timeout_s is not None:
-            settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
-        if options.num_standby_replicas is not None:
-            settings.num_standby_replicas = options.num_standby_replicas
-        if options.acceptable_recovery_lag is not None:
-            settings.acceptable_recovery_lag = options.acceptable_recovery_lag
+        settings = apply_options(app.settings, options)
         self.app = app
         self.options = options
         self.kafka = KafkaConnection(
@@ -245,27 +178,11 @@ class Worker:
             finally:
                 await closed(producer.stop(), quickly=failed or watch.lost_since is not None)
 
-    def _producer(self, transactional_id: str | None) -> AIOKafkaProducer:
-        """The worker's one producer (outputs, dead letters, changelogs, repartition topics).
-        Sends wait for a broker that is away as long as the worker waits for it: the broker
-        watch decides when to give up, not the client."""
-        wait_ms = int(self.app.settings.broker_unavailable_timeout_s * 1000)
-        return self.kafka.producer(
-            acks="all",
-            linger_ms=5,
-            max_batch_size=256 * 1024,
-            request_timeout_ms=max(40_000, wait_ms),
-            max_request_size=max(1_048_576, self.app.settings.max_record_bytes + 65_536),
-            transactional_id=transactional_id,
-            enable_idempotence=transactional_id is not None,
-            transaction_timeout_ms=transaction_timeout_ms(self.commit_interval_s),
-        )
-
     async def _start_producer(self) -> AIOKafkaProducer:
         """Start the producer; exactly-once: as this process's transactional producer, which
         fences (and aborts the transaction of) its previous incarnation."""
         if not self.exactly_once:
-            producer = self._producer(None)
+            producer = worker_producer(self.kafka, self.app.settings, self.commit_interval_s, None)
             await producer.start()
             return producer
         tid = transactional_id(
@@ -274,7 +191,7 @@ class Worker:
             self.options.group_instance_id,
             self.options.member_index,
         )
-        producer = self._producer(tid)
+        producer = worker_producer(self.kafka, self.app.settings, self.commit_interval_s, tid)
         self._txn = TransactionState(producer, tid)
         await self._txn.start(self.kafka.bootstrap)
         return producer
@@ -320,26 +237,6 @@ class Worker:
             ),
         )
 
-    def _consumer(
-        self, topology: AppTopology, roles: WorkerRoles, manager: TaskManager
-    ) -> CooperativeConsumer:
-        """The worker's member of its group, fetching the tasks' inputs."""
-        return CooperativeConsumer(
-            *topology.input_topics(),
-            bootstrap_servers=self.kafka.bootstrap,
-            security=self.kafka.security,
-            group_id=self.app.app_id,
-            assignors=(roles.assignor,),
-            listener=manager,
-            enable_auto_commit=False,
-            auto_offset_reset=self.app.settings.auto_offset_reset,
-            fetch_max_wait_ms=_FETCH_MAX_WAIT_MS,
-            isolation_level=self.isolation_level,
-            session_timeout_ms=self.options.session_timeout_ms,
-            heartbeat_interval_ms=self.options.heartbeat_interval_ms,
-            group_instance_id=self.options.group_instance_id,
-        )
-
     async def _run(
         self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
     ) -> None:
@@ -356,7 +253,15 @@ class Worker:
             commit=self._commit_held if self.exactly_once else self._commit,
             transaction=self.transaction if self.exactly_once else None,
         )
-        consumer = self._consumer(topology, roles, manager)
+        consumer = worker_consumer(
+            topology.input_topics(),
+            self.kafka,
+            self.app,
+            self.options,
+            assignor=roles.assignor,
+            listener=manager,
+            isolation_level=self.isolation_level,
+        )
         manager.fetch = consumer
         manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
