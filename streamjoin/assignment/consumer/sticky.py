@@ -21,7 +21,7 @@ from itertools import chain
 from streamjoin.assignment.consumer.claims import resolve_claims
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.sticky_general import general_assign
-from streamjoin.assignment.consumer.sticky_quota import quota_assign
+from streamjoin.assignment.consumer.sticky_quota import fresh_quota, quota_assign
 from streamjoin.assignment.consumer.sticky_user_data import (
     decode_sticky_user_data,
     encode_sticky_user_data,
@@ -63,7 +63,11 @@ def sticky_assign(
 
     consuming = [i for i, topics in enumerate(subscribed) if topics]
     numbers: list[list[int]] = [[] for _ in members]
-    if len({subscribed[i] for i in consuming}) == 1:
+    identical = len({subscribed[i] for i in consuming}) == 1
+    if identical and not any(owned):
+        dealt = dict(zip(consuming, fresh_quota(layout.table(), len(consuming)), strict=True))
+        return {member: Assignment(dealt.get(i, ())) for i, member in enumerate(members)}
+    if identical:
         quota = quota_assign(layout.total, [owned[i] for i in consuming])
         for i, assigned in zip(consuming, quota, strict=True):
             numbers[i] = sorted(assigned)
