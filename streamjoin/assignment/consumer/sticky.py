@@ -9,7 +9,8 @@ partition the higher generation wins (see `claims`). Owned partitions of topics 
 no longer subscribed to are ignored.
 
 `sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
-all members subscribe to the same topics and KIP-54's general algorithm otherwise.
+all members subscribe to the same topics (dealt straight from the partition table when nobody
+owns anything yet: `fresh_quota`) and KIP-54's general algorithm otherwise.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 At 100,000 partitions, per-partition objects dominate an assignor's run time; numbering them lets
 the hot paths use lists of ints and build `TopicPartition` objects only for the final answer
-(from a per-topic cache, because creating 100,000 named tuples alone costs about 0.1 s).
+(from a per-topic cache: creating 100,000 named tuples takes 15-30 ms even in one C loop, most
+of a fresh process's first assignment of a fresh group).
 """
 
 from __future__ import annotations
