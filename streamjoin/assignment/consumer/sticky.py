@@ -56,11 +56,13 @@ def sticky_assign(
     subscribed = [frozenset(topics_by_member[m]) for m in members]
     layout = TopicLayout(partitions_per_topic, chain.from_iterable(subscribed))
     subscribed = [topics.intersection(layout.base) for topics in subscribed]
-    claims: list[tuple[Sequence[int], int]] = []
-    for member, topics in zip(members, subscribed, strict=True):
-        by_topic, generation = previous.get(member, ({}, NO_GENERATION))
-        claims.append((layout.numbers(by_topic, topics), generation))
-    owned = resolve_claims(claims)
+    owned: list[list[int]] = [[] for _ in members]
+    if any(by_topic for by_topic, _ in previous.values()):  # else a fresh group: nothing to keep
+        claims: list[tuple[Sequence[int], int]] = []
+        for member, topics in zip(members, subscribed, strict=True):
+            by_topic, generation = previous.get(member, ({}, NO_GENERATION))
+            claims.append((layout.numbers(by_topic, topics), generation))
+        owned = resolve_claims(claims)
 
     consuming = [i for i, topics in enumerate(subscribed) if topics]
     numbers: list[list[int]] = [[] for _ in members]
