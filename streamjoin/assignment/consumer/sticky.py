@@ -9,7 +9,8 @@ partition the higher generation wins (see `claims`). Owned partitions of topics 
 no longer subscribed to are ignored.
 
 `sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
-all members subscribe to the same topics and KIP-54's general algorithm otherwise.
+all members subscribe to the same topics (dealt straight from the partition table when nobody
+owns anything yet: `fresh_quota`) and KIP-54's general algorithm otherwise.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from itertools import chain
 from streamjoin.assignment.consumer.claims import resolve_claims
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.sticky_general import general_assign
-from streamjoin.assignment.consumer.sticky_quota import quota_assign
+from streamjoin.assignment.consumer.sticky_quota import fresh_quota, quota_assign
 from streamjoin.assignment.consumer.sticky_user_data import (
     decode_sticky_user_data,
     encode_sticky_user_data,
@@ -55,15 +56,21 @@ def sticky_assign(
     subscribed = [frozenset(topics_by_member[m]) for m in members]
     layout = TopicLayout(partitions_per_topic, chain.from_iterable(subscribed))
     subscribed = [topics.intersection(layout.base) for topics in subscribed]
-    claims: list[tuple[Sequence[int], int]] = []
-    for member, topics in zip(members, subscribed, strict=True):
-        by_topic, generation = previous.get(member, ({}, NO_GENERATION))
-        claims.append((layout.numbers(by_topic, topics), generation))
-    owned = resolve_claims(claims)
+    owned: list[list[int]] = [[] for _ in members]
+    if any(by_topic for by_topic, _ in previous.values()):  # else a fresh group: nothing to keep
+        claims: list[tuple[Sequence[int], int]] = []
+        for member, topics in zip(members, subscribed, strict=True):
+            by_topic, generation = previous.get(member, ({}, NO_GENERATION))
+            claims.append((layout.numbers(by_topic, topics), generation))
+        owned = resolve_claims(claims)
 
     consuming = [i for i, topics in enumerate(subscribed) if topics]
     numbers: list[list[int]] = [[] for _ in members]
-    if len({subscribed[i] for i in consuming}) == 1:
+    identical = len({subscribed[i] for i in consuming}) == 1
+    if identical and not any(owned):
+        dealt = dict(zip(consuming, fresh_quota(layout.table(), len(consuming)), strict=True))
+        return {member: Assignment(dealt.get(i, ())) for i, member in enumerate(members)}
+    if identical:
         quota = quota_assign(layout.total, [owned[i] for i in consuming])
         for i, assigned in zip(consuming, quota, strict=True):
             numbers[i] = sorted(assigned)

@@ -2,14 +2,15 @@
 
 At 100,000 partitions, per-partition objects dominate an assignor's run time; numbering them lets
 the hot paths use lists of ints and build `TopicPartition` objects only for the final answer
-(from a per-topic cache, because creating 100,000 named tuples alone costs about 0.1 s).
+(from a per-topic cache: creating 100,000 named tuples takes 15-30 ms even in one C loop, most
+of a fresh process's first assignment of a fresh group).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import groupby, repeat
+from itertools import chain, groupby, islice, repeat
 from operator import itemgetter
 
 from streamjoin.assignment.model import TopicPartition
@@ -29,11 +30,19 @@ def group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]
     return by_topic
 
 
+_NUMBERS: list[int] = []
+"""0, 1, 2, ...: one int object per partition number, shared by every topic's partitions (at
+10 topics x 10,000 partitions, 90,000 fewer objects to allocate in a fresh process)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def topic_partitions(topic: str, count: int) -> tuple[TopicPartition, ...]:
     """`TopicPartition(topic, 0..count-1)`, built once per topic and partition count."""
+    if len(_NUMBERS) < count:
+        _NUMBERS.extend(range(len(_NUMBERS), count))
     new = tuple.__new__
-    return tuple(map(new, repeat(TopicPartition), zip(repeat(topic), range(count), strict=False)))
+    numbers = islice(_NUMBERS, max(count, 0))
+    return tuple(map(new, repeat(TopicPartition), zip(repeat(topic), numbers)))
 
 
 class TopicLayout:
@@ -56,15 +65,14 @@ class TopicLayout:
             self.count[topic] = partitions_per_topic[topic]
             offset += partitions_per_topic[topic]
         self.total = offset
-        self._table: list[TopicPartition] | None = None
+        self._table: tuple[TopicPartition, ...] | None = None
 
-    def table(self) -> list[TopicPartition]:
+    def table(self) -> tuple[TopicPartition, ...]:
         """Every partition as a `TopicPartition`, indexed by its number."""
         if self._table is None:
-            table: list[TopicPartition] = []
-            for topic in self.topics:
-                table.extend(topic_partitions(topic, self.count[topic]))
-            self._table = table
+            self._table = tuple(
+                chain.from_iterable(topic_partitions(t, self.count[t]) for t in self.topics)
+            )
         return self._table
 
     def numbers(self, by_topic: Mapping[str, Sequence[int]], topics: frozenset[str]) -> list[int]:

@@ -30,6 +30,36 @@ def test_a_collector_disabled_before_stays_disabled() -> None:
         gc.enable()
 
 
+def test_what_is_young_moves_to_the_oldest_generation_without_a_collection() -> None:
+    collections: list[str] = []
+    gc.callbacks.append(lambda phase, _info: collections.append(phase))
+    try:
+        with collector_paused():
+            made: list[list[int]] = [[] for _ in range(1_000)]
+            assert gc.is_tracked(made[0])
+            young = {id(o) for o in gc.get_objects(generation=0)}
+            assert id(made[0]) in young
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+    finally:
+        gc.callbacks.pop()
+    assert collections == []
+    assert id(made[0]) in oldest
+    assert gc.get_count()[0] < 10
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_application_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            made: list[list[int]] = [[] for _ in range(100)]
+        assert gc.get_freeze_count() == frozen
+        assert id(made[0]) in {id(o) for o in gc.get_objects(generation=0)}
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("name", sorted(ASSIGNORS))
 def test_no_collection_runs_inside_an_assignor(name: str) -> None:
     """With a young collection due every 100 allocations, 20,000 new partitions would start

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.sticky_quota import quota_assign
+from streamjoin.assignment.consumer.sticky_quota import fresh_quota, quota_assign
 
 
 def test_fresh_assignment_deals_partitions_round_robin() -> None:
@@ -46,3 +46,12 @@ def test_its_own_result_comes_back_unchanged(case: tuple[int, list[list[int]]]) 
     total, owned = case
     first = [sorted(numbers) for numbers in quota_assign(total, owned)]
     assert [sorted(numbers) for numbers in quota_assign(total, first)] == first
+
+
+@given(st.integers(0, 60), st.integers(1, 9))
+def test_a_fresh_deal_is_the_quota_assignment_of_a_group_that_owns_nothing(
+    total: int, members: int
+) -> None:
+    units = tuple(f"p{k}" for k in range(total))
+    expected = [tuple(units[k] for k in numbers) for numbers in quota_assign(total, [[]] * members)]
+    assert fresh_quota(units, members) == expected

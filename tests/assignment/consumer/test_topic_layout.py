@@ -27,6 +27,12 @@ def test_numbers_drop_partitions_that_do_not_exist_or_are_not_subscribed() -> No
 def test_topic_partitions_are_cached() -> None:
     assert topic_partitions("t", 3) is topic_partitions("t", 3)
     assert topic_partitions("t", 2) == (TopicPartition("t", 0), TopicPartition("t", 1))
+    assert topic_partitions("t", -1) == ()
+
+
+def test_topics_share_their_partition_numbers() -> None:
+    """One int object per number (small ints are shared anyway; these are not)."""
+    assert topic_partitions("x", 1000)[999].partition is topic_partitions("y", 1200)[999].partition
 
 
 def test_group_by_topic_keeps_the_given_order() -> None:
