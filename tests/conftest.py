@@ -13,9 +13,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from streamjoin.broker import BROKER_KINDS, Broker, EmbeddedBroker, KafkaBroker, local_broker
 from streamjoin.broker.kafka import Listener
+
+settings.register_profile("streamjoin", deadline=None)
+settings.load_profile("streamjoin")
+"""Property tests have no per-example deadline: the suite shares its machine with brokers and
+workers, and a slow example there is load, not a finding (speed is measured in bench/)."""
 
 BROKER_ENV = "STREAMJOIN_TEST_BROKER"
 DEFAULT_BROKER = "kafka"
