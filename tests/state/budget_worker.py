@@ -88,7 +88,8 @@ def main(root: Path, budget: int, count: int, megabytes: int, mode: str) -> None
         print(
             f"written {written >> 20} MiB; write buffers {usage.write_buffers >> 20} MiB, "
             f"block cache {usage.block_cache >> 20} MiB, "
-            f"recent records {usage.recent_records >> 20} MiB",
+            f"recent records {usage.recent_records >> 20} MiB; "
+            f"{memory.forced_flushes} memtables flushed by the budget",
             flush=True,
         )
     for store in stores:
