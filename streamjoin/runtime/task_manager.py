@@ -21,6 +21,7 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.dsl.spec import Repartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
+from streamjoin.runtime.input_size import RecordSize, inputs_to_pause
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import SIDES, Side
 from streamjoin.runtime.repartition import RepartitionTask
@@ -114,6 +115,7 @@ class TaskManager(RebalanceListener):
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
         """Inputs paused because their task already has plenty of their records buffered."""
+        self.record_size = RecordSize()
         self._waiting: defaultdict[TaskId, list[tuple[int, Side, list[Any]]]] = defaultdict(list)
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
@@ -183,6 +185,7 @@ class TaskManager(RebalanceListener):
                 continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
+            self.record_size.observe(records)
             for name, index, side in self._readers.get(tp.topic, ()):
                 task_id = TaskId(name, tp.partition)
                 active = self.active.get(task_id)
@@ -270,22 +273,30 @@ class TaskManager(RebalanceListener):
     def tasks_per_subtopology(self) -> Counter[str]:
         return Counter(task_id.subtopology for task_id in self.active)
 
-    def apply_backpressure(self, limit: int) -> None:
-        """Pause the inputs of which a task has over `limit` records buffered, resume the
-        others: one side racing ahead must not starve the fetching of the side it waits for."""
-        full = {
-            tp
-            for a in self.active.values()
-            for m in a.members
-            for side, tp in zip(SIDES, m.inputs, strict=False)
-            if m.task.buffered_for(side) > limit
-        }
+    def apply_backpressure(self, limit: int, max_bytes: int) -> None:
+        """Pause the inputs of which a task has over `limit` records buffered and, while all
+        tasks' buffered records take over `max_bytes`, those with any; resume the others (see
+        `inputs_to_pause`)."""
+        full = inputs_to_pause(self._buffered_by_input(), limit, max_bytes, self.record_size)
         if full != self._full:
             self._full = full
             self._apply_pauses()
 
     def buffered(self) -> int:
         return sum(task.buffered() for task in self._running_tasks())
+
+    def buffered_bytes(self) -> int:
+        """Memory of the records waiting in the input buffers, estimated (input_size.py)."""
+        return self.record_size.bytes_of(sum(self._buffered_by_input().values()))
+
+    def _buffered_by_input(self) -> dict[TopicPartition, int]:
+        buffered: dict[TopicPartition, int] = {}
+        for a in self.active.values():
+            for m in a.members:
+                for side, tp in zip(SIDES, m.inputs, strict=False):
+                    # Members reading one partition hold the same record objects: the most.
+                    buffered[tp] = max(buffered.get(tp, 0), m.task.buffered_for(side))
+        return buffered
 
     async def lose_all(self) -> None:
         """Drop every task without committing (exactly-once, when the transaction fails)."""

@@ -39,6 +39,7 @@ __all__ = (
     "MemtableHolder",
     "RocksDBOptionsSetter",
     "format_size",
+    "input_share",
     "parse_size",
     "recent_share",
     "return_freed_memory_promptly",
@@ -49,9 +50,11 @@ MIB = 1 << 20
 DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
 """Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
 join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
-here. The rest for RocksDB: a third of it (53 MiB) write buffers, which a worker of 32 tasks
-(96 stores) shares in 3 MiB memtables, the rest data and index blocks. With the interpreter
-(~40 MiB) and the Kafka clients it fits a 512 MiB container with room to spare."""
+here. A sixteenth (16 MiB) for fetched records waiting in the tasks' input buffers: about
+40,000 ad records, seconds of traffic. The rest for RocksDB: a third of it (48 MiB) write
+buffers, which a worker of 32 tasks (96 stores) shares in 3 MiB memtables, the rest data and
+index blocks. With the interpreter (~40 MiB) and the Kafka clients it fits a 512 MiB container
+with room to spare."""
 
 STORE_OVERHEAD_BYTES = MIB
 """What an open store costs beyond its memtables and cached blocks (its write-ahead log's
@@ -120,10 +123,15 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
+def input_share(total_bytes: int) -> int:
+    """The part of a budget for fetched records waiting in the tasks' input buffers."""
+    return total_bytes // 16
+
+
 def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
     """The newest window records' part of a budget (default three eighths), checked."""
     recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
-    if recent < 0 or total_bytes - recent < MIN_ROCKSDB_BYTES:
+    if recent < 0 or total_bytes - recent - input_share(total_bytes) < MIN_ROCKSDB_BYTES:
         raise ConfigurationError(
             f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "
             f"newest window records leaves RocksDB less than {format_size(MIN_ROCKSDB_BYTES)}; "
@@ -160,7 +168,7 @@ class MemoryUsage:
 
 class MemoryBudget:
     """The worker's memory for state: RocksDB's part (block cache holding the write buffers'
-    charge) and the newest window records' part."""
+    charge), the newest window records' part and the input buffers' part."""
 
     def __init__(
         self,
@@ -177,7 +185,10 @@ class MemoryBudget:
         self._stores: set[MemtableHolder] = set()
         self.forced_flushes = 0
         """Memtables flushed by `relieve_write_buffers` (RocksDB's own flushes fell behind)."""
-        self.rocksdb_bytes = total_bytes - recent
+        self.input_bytes = input_share(total_bytes)
+        """Fetched records waiting in the tasks' input buffers, all tasks together (the worker
+        pauses fetching past it; see runtime/input_size.py)."""
+        self.rocksdb_bytes = total_bytes - recent - self.input_bytes
         # A third: memtables overshoot the limit while their flushes run (measured: by half).
         self.write_buffer_bytes = self.rocksdb_bytes // 3
         self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
@@ -276,6 +287,7 @@ class MemoryBudget:
             f"{format_size(self.rocksdb_bytes)} holding write buffers up to "
             f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
             f"memtables), newest window records {format_size(self.recent_bytes)} less "
-            f"{format_size(STORE_OVERHEAD_BYTES)} per open store; shared by every store of "
+            f"{format_size(STORE_OVERHEAD_BYTES)} per open store, fetched records waiting for "
+            f"their tasks {format_size(self.input_bytes)}; shared by every store and task of "
             "this worker"
         )

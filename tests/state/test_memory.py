@@ -51,8 +51,9 @@ def test_a_size_that_is_not_one_is_refused_with_an_example(text: str) -> None:
 def test_the_budget_splits_into_rocksdb_and_newest_records() -> None:
     memory = MemoryBudget(256 * MIB)
     assert memory.recent_bytes == 96 * MIB
-    assert memory.rocksdb_bytes == 160 * MIB
-    assert memory.write_buffer_bytes == 160 * MIB // 3
+    assert memory.input_bytes == 16 * MIB
+    assert memory.rocksdb_bytes == 144 * MIB
+    assert memory.write_buffer_bytes == 48 * MIB
     assert "memory budget 256 MiB" in memory.describe()
     with pytest.raises(ConfigurationError, match="leaves RocksDB less than 8 MiB"):
         MemoryBudget(64 * MIB, recent_bytes=60 * MIB)
@@ -61,7 +62,7 @@ def test_the_budget_splits_into_rocksdb_and_newest_records() -> None:
 def test_stores_opened_later_join_the_budget_and_closing_gives_their_share_back(
     tmp_path: Path, recording_writer: Callable[[], Any]
 ) -> None:
-    memory = MemoryBudget(MIN_ROCKSDB_BYTES + 4 * MIB, recent_bytes=4 * MIB)
+    memory = MemoryBudget(2 * MIN_ROCKSDB_BYTES, recent_bytes=4 * MIB)
     first = WindowStore(StoreSpec.window("w1", retention_ms=1_000), tmp_path / "1", memory)
     second = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "2", memory)
     assert memory.recent.max_bytes == 4 * MIB - 2 * STORE_OVERHEAD_BYTES
@@ -102,7 +103,7 @@ def test_writes_past_the_write_buffers_limit_flush_the_largest_memtables_at_once
 ) -> None:
     """Back-pressure: after every write the memtables of all stores are within their limit,
     whether RocksDB's own background flushes kept up or not; a restore too."""
-    memory = MemoryBudget(MIN_ROCKSDB_BYTES * 3 // 2, recent_bytes=0)  # 4 MiB write buffers
+    memory = MemoryBudget(MIN_ROCKSDB_BYTES * 3 // 2, recent_bytes=0)  # 3.75 MiB write buffers
     stores = [KeyValueStore(StoreSpec.kv(f"kv{i}"), tmp_path / f"{i}", memory) for i in range(8)]
     for store in stores:
         store.attach_writer(recording_writer())
