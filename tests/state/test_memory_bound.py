@@ -79,6 +79,7 @@ def run_within_budget(state_dir: Path, mode: str, megabytes: int) -> None:
     )
 
 
+@pytest.mark.timeout(900)
 def test_rss_of_40_stores_writing_2_gb_stays_within_a_128_mib_budget(tmp_path: Path) -> None:
     run_within_budget(tmp_path, "process", MEGABYTES)
 
