@@ -39,13 +39,15 @@ def baseline_rss() -> int:
     """RSS of an interpreter that has imported what the worker imports."""
     probe = (
         "import streamjoin.state.window_store, streamjoin.state.kv_store, "
-        "streamjoin.state.memory, sys; sys.stdin.readline()"
+        "streamjoin.state.memory, sys; print('imported', flush=True); sys.stdin.readline()"
     )
-    with subprocess.Popen([sys.executable, "-c", probe], stdin=subprocess.PIPE) as process:
-        time.sleep(3)
+    with subprocess.Popen(
+        [sys.executable, "-c", probe], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stdout.readline() == b"imported\n"  # a loaded machine imports slowly
         size = rss_bytes(process.pid)
         assert size is not None
-        assert process.stdin is not None
         process.stdin.write(b"\n")
     return size
 
