@@ -28,10 +28,15 @@ side's (see faust_join_app.py), streamjoin's stream time the faster side's.
 
     python bench/join_throughput.py [--impressions 100000] [--partitions 4] [--rounds 3]
                                     [--skip-faust] [--profile worker-stacks.txt]
-                                    [--brokers tansu,kafka]
+                                    [--brokers tansu,kafka] [--unbounded]
 
 --brokers runs the whole comparison on each broker in turn (Tansu, Apache Kafka), so the
 worker/pipe ratio of each is measured in the same run.
+
+--unbounded adds a contender: the worker again, on a topic set of its own each round, with the
+memory settings from before the memory budget (bench/unbounded.py: RocksDB's per-store defaults,
+no shared write-buffer limit); it prints worker / unbounded, the cost of the budget (goal: no
+more than 5% slower).
 
 --profile runs the worker's first round under `py-spy record --nonblocking` (collapsed stacks
 into the file) and prints its hottest lines (compiled functions are not seen: their time shows
@@ -203,9 +208,16 @@ async def timed_process(
 
 
 def worker_command(
-    prefix: str, bootstrap: str, state: Path, records: int, profile: str | None
+    prefix: str,
+    bootstrap: str,
+    state: Path,
+    records: int,
+    profile: str | None,
+    *,
+    unbounded: bool = False,
 ) -> list[str]:
-    """The worker's command line; `profile`: under py-spy, writing its raw stacks there."""
+    """The worker's command line; `profile`: under py-spy, writing its raw stacks there;
+    `unbounded`: with the memory settings from before the budget."""
     command = [
         sys.executable,
         str(HERE / "worker_runner.py"),
@@ -216,6 +228,7 @@ def worker_command(
         str(state),
         "--until-records",
         str(records),
+        *(["--unbounded"] if unbounded else []),
     ]
     if profile is None:
         return command
@@ -251,7 +264,8 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     rounds = range(1, args.rounds + 1)
     # The worker consumes a topic set of its own in every round (a new group and new state
     # each time); the pipes read theirs from the beginning again in every round.
-    prefixes = {f"worker{n}": f"tput-{run_id}-worker{n}" for n in rounds}
+    workers = ["worker", "unbounded"] if args.unbounded else ["worker"]
+    prefixes = {f"{w}{n}": f"tput-{run_id}-{w}{n}" for w in workers for n in rounds}
     prefixes["pipe"] = f"tput-{run_id}-pipe"
     if not args.skip_faust:
         prefixes["faust"] = f"tput-{run_id}-faust"
@@ -268,7 +282,7 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
         f"produced {records:,} records ({args.impressions:,} impressions + clicks) to each of "
         f"{len(prefixes)} topic sets of {args.partitions} partitions in {took:.1f} s"
     )
-    runs: dict[str, list[Outcome]] = {"worker": [], "pipe": [], "pipe+serde": []}
+    runs: dict[str, list[Outcome]] = {name: [] for name in [*workers, "pipe", "pipe+serde"]}
     for n in rounds:
         # The contenders take turns, in an order that rotates from round to round, with a
         # pause between them: a slow spell of a shared machine, or the broker still busy after
@@ -285,6 +299,19 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
                 pipe, bootstrap, prefixes["pipe"], args.partitions, records, transcode=True
             ),
         }
+        if args.unbounded:
+            unbounded = worker_command(
+                prefixes[f"unbounded{n}"],
+                bootstrap,
+                workdir / f"unbounded{n}",
+                records,
+                None,
+                unbounded=True,
+            )
+            log = workdir / f"unbounded{n}.log"
+            contenders["unbounded"] = partial(
+                timed_process, "unbounded", unbounded, {}, log, exits=True
+            )
         order = list(contenders)
         order = order[(n - 1) % len(order) :] + order[: (n - 1) % len(order)]
         for name in order:
@@ -317,6 +344,10 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     report(runs)
     if args.profile:
         hottest_lines(Path(args.profile))
+
+
+def cpu_per_record(outcome: Outcome) -> float:
+    return (outcome.cpu_seconds or 0.0) / outcome.records
 
 
 def report(runs: dict[str, list[Outcome]]) -> None:
@@ -355,6 +386,16 @@ def report(runs: dict[str, list[Outcome]]) -> None:
     )
     ratio = medians["pipe+serde"].rate / medians["pipe"].rate
     print(f"pipe+serde / pipe:  {ratio:5.0%}   (what decoding and encoding values alone leaves)")
+    if "unbounded" in medians:
+        unbounded = medians["unbounded"]
+        paired = sorted(
+            w.rate / u.rate for w, u in zip(runs["worker"], runs["unbounded"], strict=True)
+        )
+        print(
+            f"worker / unbounded: {worker.rate / unbounded.rate:5.0%}   (memory budget's cost, "
+            f"goal >= 95%; round by round {', '.join(f'{r:.0%}' for r in paired)}; CPU per "
+            f"record {cpu_per_record(worker) / cpu_per_record(unbounded):.2f}x)"
+        )
     if "faust" in medians:
         ratio = worker.rate / medians["faust"].rate
         print(f"worker / faust (b): {ratio:5.2f}x  (target >= 3x)")
@@ -369,6 +410,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="worker and pipe runs, in turns")
     parser.add_argument("--skip-faust", action="store_true")
     parser.add_argument("--profile", help="py-spy raw output file for the worker")
+    parser.add_argument(
+        "--unbounded",
+        action="store_true",
+        help="also run the worker without the memory budget, as before it (a baseline)",
+    )
     parser.add_argument(
         "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
     )

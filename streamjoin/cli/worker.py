@@ -86,7 +86,8 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         str | None,
         typer.Option(
             help="Memory of all state stores together: RocksDB block cache and write buffers, "
-            "newest window records (e.g. 256MiB, 1GiB; default: the app's, 256MiB)."
+            "newest window records, records waiting in the input buffers (e.g. 256MiB, 1GiB; "
+            "default: the app's, 256MiB)."
         ),
     ] = None,
     processing_guarantee: Annotated[

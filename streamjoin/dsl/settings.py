@@ -53,7 +53,8 @@ class AppSettings:
     probing_rebalance_interval_s: float = 600.0
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     """Memory of all the worker's state stores together: RocksDB's block cache and write
-    buffers, and the window stores' newest records (README "Memory")."""
+    buffers, the window stores' newest records, and the fetched records waiting in the tasks'
+    input buffers (README "Memory")."""
     window_memory_bytes: int | None = None
     """Of the budget, what the window stores' newest records may take, all stores together:
     a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""

@@ -52,8 +52,8 @@ class RunningTask(Protocol):
         """Next offset to consume per input partition the task has started on."""
         ...
 
-    def full(self, limit: int) -> set[TopicPartition]:
-        """Inputs with more than `limit` records buffered."""
+    def buffered_by_input(self) -> dict[TopicPartition, int]:
+        """Records buffered per input partition."""
         ...
 
     def buffered(self) -> int: ...
@@ -78,8 +78,8 @@ class _SoleMember:
     def positions(self) -> dict[TopicPartition, int]:
         return {self._inputs[side]: offset for side, offset in self._member.positions().items()}
 
-    def full(self, limit: int) -> set[TopicPartition]:
-        return {tp for tp, side in self._side_of.items() if self._member.buffered_for(side) > limit}
+    def buffered_by_input(self) -> dict[TopicPartition, int]:
+        return {tp: self._member.buffered_for(side) for tp, side in self._side_of.items()}
 
     def buffered(self) -> int:
         return self._member.buffered()
@@ -132,8 +132,8 @@ class _SharedQueue:
     def positions(self) -> dict[TopicPartition, int]:
         return dict(self._positions)
 
-    def full(self, limit: int) -> set[TopicPartition]:
-        return {tp for tp, i in self._index.items() if self._queue.buffered_for(i) > limit}
+    def buffered_by_input(self) -> dict[TopicPartition, int]:
+        return {tp: self._queue.buffered_for(i) for tp, i in self._index.items()}
 
     def buffered(self) -> int:
         return self._queue.buffered()

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
+from streamjoin.runtime.input_size import RecordSize, inputs_to_pause
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.running_task import MemberTask, RunningTask, member_task, running_task
@@ -91,6 +92,7 @@ class TaskManager(RebalanceListener):
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
         """Inputs paused because their task already has plenty of their records buffered."""
+        self.record_size = RecordSize()
         self._waiting: defaultdict[TaskId, list[tuple[TopicPartition, list[Any]]]] = defaultdict(
             list
         )
@@ -162,6 +164,7 @@ class TaskManager(RebalanceListener):
                 continue
             count += len(records)
             self.records_in[tp.topic] += len(records)
+            self.record_size.observe(records)
             name = self._readers.get(tp.topic)
             if name is None:
                 continue
@@ -232,21 +235,28 @@ class TaskManager(RebalanceListener):
     def tasks_per_subtopology(self) -> Counter[str]:
         return Counter(task_id.subtopology for task_id in self.active)
 
-    def apply_backpressure(self, limit: int) -> None:
-        """Pause the inputs of which a task has over `limit` records buffered, resume the
-        others: one side racing ahead must not starve the fetching of the side it waits for."""
-        full = {
-            tp
-            for a in self.active.values()
-            if a.running is not None
-            for tp in a.running.full(limit)
-        }
+    def apply_backpressure(self, limit: int, max_bytes: int) -> None:
+        """Pause the inputs of which a task has over `limit` records buffered and, while all
+        tasks' buffered records take over `max_bytes`, those with any; resume the others (see
+        `inputs_to_pause`)."""
+        full = inputs_to_pause(self._buffered_by_input(), limit, max_bytes, self.record_size)
         if full != self._full:
             self._full = full
             self._apply_pauses()
 
     def buffered(self) -> int:
         return sum(a.running.buffered() for a in self.active.values() if a.running is not None)
+
+    def buffered_bytes(self) -> int:
+        """Memory of the records waiting in the input buffers, estimated (input_size.py)."""
+        return self.record_size.bytes_of(sum(self._buffered_by_input().values()))
+
+    def _buffered_by_input(self) -> dict[TopicPartition, int]:
+        buffered: dict[TopicPartition, int] = {}
+        for a in self.active.values():
+            if a.running is not None:
+                buffered.update(a.running.buffered_by_input())
+        return buffered
 
     async def lose_all(self) -> None:
         """Drop every task without committing (exactly-once, when the transaction fails)."""

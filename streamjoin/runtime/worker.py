@@ -396,7 +396,7 @@ class Worker:
         producer; returns the records processed."""
         assert self.manager is not None and self.sink is not None
         manager = self.manager
-        manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT)
+        manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT, self.memory.input_bytes)
         # Exactly-once: a revocation (which holds the lock) never comes between fetching
         # records and handing them to their tasks.
         async with self.transaction if self.exactly_once else contextlib.nullcontext():

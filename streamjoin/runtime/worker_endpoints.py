@@ -48,7 +48,7 @@ def register_metrics(
     loop_monitor: LoopMonitor,
 ) -> None:
     register_worker_metrics(metrics, manager, sink, restores, lag)
-    register_memory_metrics(metrics, state)
+    register_memory_metrics(metrics, state, manager.buffered_bytes)
     metrics.register(
         "event_loop_stalls_total",
         "counter",

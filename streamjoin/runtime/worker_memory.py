@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from streamjoin.dsl.settings import AppSettings
 from streamjoin.metrics.registry import MetricsRegistry, Sample
 from streamjoin.state.manager import StateManager
@@ -20,7 +22,10 @@ def memory_budget(settings: AppSettings, total_bytes: int | None = None) -> Memo
     )
 
 
-def register_memory_metrics(registry: MetricsRegistry, state: StateManager) -> None:
+def register_memory_metrics(
+    registry: MetricsRegistry, state: StateManager, input_buffers: Callable[[], int]
+) -> None:
+    """`input_buffers()`: memory of the records waiting in the tasks' input buffers."""
     memory = state.memory
 
     def by_kind() -> list[Sample]:
@@ -29,6 +34,7 @@ def register_memory_metrics(registry: MetricsRegistry, state: StateManager) -> N
             ((("kind", "write_buffers"),), float(usage.write_buffers)),
             ((("kind", "block_cache"),), float(usage.block_cache)),
             ((("kind", "recent_records"),), float(usage.recent_records)),
+            ((("kind", "input_buffers"),), float(input_buffers())),
         ]
 
     def limits() -> list[Sample]:
@@ -37,6 +43,7 @@ def register_memory_metrics(registry: MetricsRegistry, state: StateManager) -> N
             ((("kind", "rocksdb"),), float(memory.rocksdb_bytes)),
             ((("kind", "write_buffers"),), float(memory.write_buffer_bytes)),
             ((("kind", "recent_records"),), float(memory.recent.max_bytes)),
+            ((("kind", "input_buffers"),), float(memory.input_bytes)),
         ]
 
     def by_task() -> list[Sample]:

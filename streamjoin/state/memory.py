@@ -5,8 +5,11 @@ Each store is its own RocksDB database, and RocksDB's defaults size memory per d
 than with the data. As Kafka Streams' bounded-memory configuration does, every database of a
 worker here uses one LRU block cache and one WriteBufferManager charged to that cache, so the
 write buffers, data blocks and index blocks of all stores together stay within the cache's
-capacity (RocksDB flushes the memtable being written once the write buffers reach their limit;
-it may overshoot briefly while a flush runs). The window stores' newest records
+capacity. RocksDB only schedules a flush once the write buffers reach their limit, on its own
+threads, which a loaded machine runs late, and writes never stall (the event loop must keep
+heartbeating): so every write to a store also checks the shared usage, and past the limit the
+budget flushes the largest memtables then and there (`relieve_write_buffers`), running tasks
+and restores alike. The window stores' newest records
 (recent_records.py) take the rest of the budget, also one figure for all of them.
 
 A store opened later (a learner, a standby, a task after a rebalance) joins the same budget;
@@ -20,6 +23,7 @@ import ctypes.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager
 
@@ -32,8 +36,10 @@ __all__ = (
     "STORE_OVERHEAD_BYTES",
     "MemoryBudget",
     "MemoryUsage",
+    "MemtableHolder",
     "RocksDBOptionsSetter",
     "format_size",
+    "input_share",
     "parse_size",
     "recent_share",
     "return_freed_memory_promptly",
@@ -44,9 +50,11 @@ MIB = 1 << 20
 DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
 """Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
 join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
-here. The rest for RocksDB: a third of it (53 MiB) write buffers, which a worker of 32 tasks
-(96 stores) shares in 3 MiB memtables, the rest data and index blocks. With the interpreter
-(~40 MiB) and the Kafka clients it fits a 512 MiB container with room to spare."""
+here. A sixteenth (16 MiB) for fetched records waiting in the tasks' input buffers: about
+40,000 ad records, seconds of traffic. The rest for RocksDB: a third of it (48 MiB) write
+buffers, which a worker of 32 tasks (96 stores) shares in 3 MiB memtables, the rest data and
+index blocks. With the interpreter (~40 MiB) and the Kafka clients it fits a 512 MiB container
+with room to spare."""
 
 STORE_OVERHEAD_BYTES = MIB
 """What an open store costs beyond its memtables and cached blocks (its write-ahead log's
@@ -63,6 +71,15 @@ hold the shared block cache: replacing it takes that store out of the budget."""
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+_WORTH_FLUSHING = 64 * 1024
+"""Memtables smaller than this are not flushed to relieve the write buffers: an empty one
+holds its arena's first block already, and flushing it would free nothing."""
+
+
+def _size(entry: tuple[int, MemtableHolder]) -> int:
+    return entry[0]
 
 
 _M_MMAP_THRESHOLD = -3
@@ -106,16 +123,33 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
+def input_share(total_bytes: int) -> int:
+    """The part of a budget for fetched records waiting in the tasks' input buffers."""
+    return total_bytes // 16
+
+
 def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
     """The newest window records' part of a budget (default three eighths), checked."""
     recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
-    if recent < 0 or total_bytes - recent < MIN_ROCKSDB_BYTES:
+    if recent < 0 or total_bytes - recent - input_share(total_bytes) < MIN_ROCKSDB_BYTES:
         raise ConfigurationError(
             f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "
             f"newest window records leaves RocksDB less than {format_size(MIN_ROCKSDB_BYTES)}; "
             "raise the budget or lower window_memory_bytes"
         )
     return recent
+
+
+class MemtableHolder(Protocol):
+    """An open store, as the budget sees it."""
+
+    def write_buffer_bytes(self) -> int:
+        """Memory of its memtables (active and not yet flushed)."""
+        ...
+
+    def flush_memtables(self) -> None:
+        """Write its memtables to disk and wait until they are freed."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +168,7 @@ class MemoryUsage:
 
 class MemoryBudget:
     """The worker's memory for state: RocksDB's part (block cache holding the write buffers'
-    charge) and the newest window records' part."""
+    charge), the newest window records' part and the input buffers' part."""
 
     def __init__(
         self,
@@ -148,8 +182,13 @@ class MemoryBudget:
         self.total_bytes = total_bytes
         self.recent_bytes = recent
         self.recent = RecentBudget(recent)
-        self.open_stores = 0
-        self.rocksdb_bytes = total_bytes - recent
+        self._stores: set[MemtableHolder] = set()
+        self.forced_flushes = 0
+        """Memtables flushed by `relieve_write_buffers` (RocksDB's own flushes fell behind)."""
+        self.input_bytes = input_share(total_bytes)
+        """Fetched records waiting in the tasks' input buffers, all tasks together (the worker
+        pauses fetching past it; see runtime/input_size.py)."""
+        self.rocksdb_bytes = total_bytes - recent - self.input_bytes
         # A third: memtables overshoot the limit while their flushes run (measured: by half).
         self.write_buffer_bytes = self.rocksdb_bytes // 3
         self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
@@ -163,15 +202,41 @@ class MemoryBudget:
         )
         self._setter = rocksdb_options
 
-    def store_opened(self) -> None:
+    @property
+    def open_stores(self) -> int:
+        return len(self._stores)
+
+    def store_opened(self, store: MemtableHolder) -> None:
         """A store costs memory outside the cache (see STORE_OVERHEAD_BYTES): the newest
         records' part gives it up while the store is open."""
-        self.open_stores += 1
+        self._stores.add(store)
         self._resize_recent()
 
-    def store_closed(self) -> None:
-        self.open_stores -= 1
+    def store_closed(self, store: MemtableHolder) -> None:
+        self._stores.discard(store)
         self._resize_recent()
+
+    def relieve_write_buffers(self) -> int:
+        """Back-pressure, called after every write: once the memtables of all stores together
+        pass their limit, flush the largest ones now, waiting, until they are back under three
+        quarters of it (room for the next writes before flushing again); returns how many
+        flushed. Without it they reached 38-57 MiB against a 26 MiB limit on a loaded machine:
+        RocksDB's background flushes lagged behind the writes it does not stall."""
+        usage = self.write_buffers.get_usage()
+        if usage <= self.write_buffer_bytes:
+            return 0
+        floor = self.write_buffer_bytes * 3 // 4
+        sized = sorted(((s.write_buffer_bytes(), s) for s in tuple(self._stores)), key=_size)
+        flushed = 0
+        while sized and usage > floor:
+            size, store = sized.pop()
+            if size < _WORTH_FLUSHING:
+                break  # what is left is not in memtables (pinned by iterators, say)
+            store.flush_memtables()
+            flushed += 1
+            usage = self.write_buffers.get_usage()
+        self.forced_flushes += flushed
+        return flushed
 
     def _resize_recent(self) -> None:
         reserved = self.open_stores * STORE_OVERHEAD_BYTES
@@ -222,6 +287,7 @@ class MemoryBudget:
             f"{format_size(self.rocksdb_bytes)} holding write buffers up to "
             f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
             f"memtables), newest window records {format_size(self.recent_bytes)} less "
-            f"{format_size(STORE_OVERHEAD_BYTES)} per open store; shared by every store of "
+            f"{format_size(STORE_OVERHEAD_BYTES)} per open store, fetched records waiting for "
+            f"their tasks {format_size(self.input_bytes)}; shared by every store and task of "
             "this worker"
         )

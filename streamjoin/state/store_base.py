@@ -42,7 +42,7 @@ class LocalStore(ABC):
         self.path = path
         self.memory = memory
         self._db: Rdict = open_rocksdb(path, memory.options(spec.name))
-        memory.store_opened()
+        memory.store_opened(self)
         self._closed = False
         self._writer: ChangelogWriter | None = None
         self._unlogged = False
@@ -122,6 +122,7 @@ class LocalStore(ABC):
         else:
             self._db.write(batch, _UNLOGGED)
             self._unlogged = True
+        self.memory.relieve_write_buffers()
 
     @abstractmethod
     def begin_flush(self) -> None:
@@ -147,6 +148,11 @@ class LocalStore(ABC):
         else:
             self._db.flush_wal(True)
 
+    def flush_memtables(self) -> None:
+        """Write the memtables to disk and wait: the budget's back-pressure (memory.py)."""
+        if not self._closed:
+            self._db.flush()
+
     def flush_in_background(self) -> None:
         """Start writing unlogged data to disk on RocksDB's own threads, so `sync` is quick."""
         if self._unlogged:
@@ -169,4 +175,4 @@ class LocalStore(ABC):
         self.discard_pending()
         self._writer = None
         self._db.close()
-        self.memory.store_closed()
+        self.memory.store_closed(self)

@@ -43,7 +43,7 @@ class _Discard:
 async def test_metrics_report_memory_by_kind_and_by_task(tmp_path: Path) -> None:
     state = StateManager(state_dir=tmp_path, app_id="a", bootstrap="localhost:1", producer=None)
     registry = MetricsRegistry()
-    register_memory_metrics(registry, state)
+    register_memory_metrics(registry, state, lambda: 12_345)
     spec = TaskSpec("j_0", 0, 1, (StoreSpec.window("j-left", retention_ms=60_000),))
     # A task opened without changelogs (no broker here), as StateManager opens one.
     task = TaskState(
@@ -70,4 +70,6 @@ async def test_metrics_report_memory_by_kind_and_by_task(tmp_path: Path) -> None
     assert f'streamjoin_state_memory_bytes{{kind="recent_records"}} {recent}' in text
     assert 'streamjoin_state_memory_bytes{kind="write_buffers"}' in text
     assert 'streamjoin_state_memory_budget_bytes{kind="total"} 268435456' in text
+    assert 'streamjoin_state_memory_bytes{kind="input_buffers"} 12345' in text
+    assert 'streamjoin_state_memory_budget_bytes{kind="input_buffers"} 16777216' in text
     assert f'streamjoin_task_memory_bytes{{task="j_0",kind="recent_records"}} {recent}' in text

@@ -19,8 +19,11 @@ from streamjoin.state.specs import StoreSpec
 from streamjoin.state.store_base import LocalStore
 from streamjoin.state.window_store import WindowStore
 
-RECORDS_PER_COMMIT = 2_000
-"""Per store: about what a task of the ads join puts between two commits."""
+RECORDS_PER_COMMIT = 1_000
+"""Per store: about what a task of the ads join puts between two commits (1 MB)."""
+VALUE = b"%01000d"
+"""1,000-byte values: the memory at stake is bytes in memtables; larger values than the ads
+join's write its 2 GB in fewer puts, so the test takes minutes, not ten."""
 
 
 class DiscardingWriter:
@@ -49,7 +52,7 @@ def process(store: LocalStore, first: int) -> int:
     written = 0
     for i in range(first, first + RECORDS_PER_COMMIT):
         key = b"key-%d" % (i % 5_000)
-        value = b"%0400d" % i  # a new object per record, as decoded from a fetch
+        value = VALUE % i  # a new object per record, as decoded from a fetch
         if isinstance(store, WindowStore):
             store.put(key, i, value)  # one record per ms of event time
         else:
@@ -68,7 +71,7 @@ def restore(store: LocalStore, first: int) -> int:
         key = b"key-%d" % (i % 5_000)
         if isinstance(store, WindowStore):
             key = window_changelog_key(key, i, i)
-        records.append(SimpleNamespace(key=key, value=b"%0400d" % i, timestamp=i, timestamp_type=0))
+        records.append(SimpleNamespace(key=key, value=VALUE % i, timestamp=i, timestamp_type=0))
     store.restore(records, logged=False)
     return sum(len(r.key) + len(r.value) for r in records)
 
@@ -88,7 +91,8 @@ def main(root: Path, budget: int, count: int, megabytes: int, mode: str) -> None
         print(
             f"written {written >> 20} MiB; write buffers {usage.write_buffers >> 20} MiB, "
             f"block cache {usage.block_cache >> 20} MiB, "
-            f"recent records {usage.recent_records >> 20} MiB",
+            f"recent records {usage.recent_records >> 20} MiB; "
+            f"{memory.forced_flushes} memtables flushed by the budget",
             flush=True,
         )
     for store in stores:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -50,8 +51,9 @@ def test_a_size_that_is_not_one_is_refused_with_an_example(text: str) -> None:
 def test_the_budget_splits_into_rocksdb_and_newest_records() -> None:
     memory = MemoryBudget(256 * MIB)
     assert memory.recent_bytes == 96 * MIB
-    assert memory.rocksdb_bytes == 160 * MIB
-    assert memory.write_buffer_bytes == 160 * MIB // 3
+    assert memory.input_bytes == 16 * MIB
+    assert memory.rocksdb_bytes == 144 * MIB
+    assert memory.write_buffer_bytes == 48 * MIB
     assert "memory budget 256 MiB" in memory.describe()
     with pytest.raises(ConfigurationError, match="leaves RocksDB less than 8 MiB"):
         MemoryBudget(64 * MIB, recent_bytes=60 * MIB)
@@ -60,7 +62,7 @@ def test_the_budget_splits_into_rocksdb_and_newest_records() -> None:
 def test_stores_opened_later_join_the_budget_and_closing_gives_their_share_back(
     tmp_path: Path, recording_writer: Callable[[], Any]
 ) -> None:
-    memory = MemoryBudget(MIN_ROCKSDB_BYTES + 4 * MIB, recent_bytes=4 * MIB)
+    memory = MemoryBudget(2 * MIN_ROCKSDB_BYTES, recent_bytes=4 * MIB)
     first = WindowStore(StoreSpec.window("w1", retention_ms=1_000), tmp_path / "1", memory)
     second = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "2", memory)
     assert memory.recent.max_bytes == 4 * MIB - 2 * STORE_OVERHEAD_BYTES
@@ -94,6 +96,36 @@ def test_write_buffers_of_all_stores_count_against_the_shared_limit(
     assert memory.usage().write_buffers >= in_stores > 4 * 2_000 * 200
     for store in stores:
         store.close()
+
+
+def test_writes_past_the_write_buffers_limit_flush_the_largest_memtables_at_once(
+    tmp_path: Path, recording_writer: Callable[[], Any]
+) -> None:
+    """Back-pressure: after every write the memtables of all stores are within their limit,
+    whether RocksDB's own background flushes kept up or not; a restore too."""
+    memory = MemoryBudget(MIN_ROCKSDB_BYTES * 3 // 2, recent_bytes=0)  # 3.75 MiB write buffers
+    stores = [KeyValueStore(StoreSpec.kv(f"kv{i}"), tmp_path / f"{i}", memory) for i in range(8)]
+    for store in stores:
+        store.attach_writer(recording_writer())
+    for commit in range(6):
+        for store in stores:
+            for i in range(1_000):
+                store.put(b"k%d-%d" % (commit, i), b"v" * 300)
+            store.begin_flush()
+            store.finish_flush()
+            assert memory.write_buffers.get_usage() <= memory.write_buffer_bytes
+    records = [
+        SimpleNamespace(key=b"r%d" % i, value=b"v" * 300, timestamp=0, timestamp_type=0)
+        for i in range(1_000)
+    ]
+    for _ in range(6):
+        for store in stores:
+            store.restore(records, logged=False)
+            assert memory.write_buffers.get_usage() <= memory.write_buffer_bytes
+    assert memory.forced_flushes > 0
+    for store in stores:
+        store.close()
+    assert memory.relieve_write_buffers() == 0  # closed stores are out of the budget
 
 
 def test_the_options_hook_sees_every_store_before_it_opens(tmp_path: Path) -> None:

@@ -1,8 +1,6 @@
 """A worker's resident memory stays within its memory budget, whatever the number of stores.
 
-The process under test opens 40 stores in one 128 MiB budget and writes 1 GB through them
-(the issue asks 2 GB; RSS peaks within the first 300 MB, and 2 GB took over 4 minutes on the
-loaded 2-core machine this was written on);
+The process under test opens 40 stores in one 128 MiB budget and writes 2 GB through them;
 its RSS, read from /proc by this process, must stay under the budget plus a baseline measured
 here: an interpreter with the package imported.
 """
@@ -21,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 BUDGET = 128 << 20
 STORES = 40
-MEGABYTES = 1_000
+MEGABYTES = 2_000
 WORKER = Path(__file__).with_name("budget_worker.py")
 
 
@@ -41,13 +39,15 @@ def baseline_rss() -> int:
     """RSS of an interpreter that has imported what the worker imports."""
     probe = (
         "import streamjoin.state.window_store, streamjoin.state.kv_store, "
-        "streamjoin.state.memory, sys; sys.stdin.readline()"
+        "streamjoin.state.memory, sys; print('imported', flush=True); sys.stdin.readline()"
     )
-    with subprocess.Popen([sys.executable, "-c", probe], stdin=subprocess.PIPE) as process:
-        time.sleep(3)
+    with subprocess.Popen(
+        [sys.executable, "-c", probe], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stdout.readline() == b"imported\n"  # a loaded machine imports slowly
         size = rss_bytes(process.pid)
         assert size is not None
-        assert process.stdin is not None
         process.stdin.write(b"\n")
     return size
 
@@ -81,7 +81,8 @@ def run_within_budget(state_dir: Path, mode: str, megabytes: int) -> None:
     )
 
 
-def test_rss_of_40_stores_writing_1_gb_stays_within_a_128_mib_budget(tmp_path: Path) -> None:
+@pytest.mark.timeout(900)
+def test_rss_of_40_stores_writing_2_gb_stays_within_a_128_mib_budget(tmp_path: Path) -> None:
     run_within_budget(tmp_path, "process", MEGABYTES)
 
 

@@ -220,7 +220,7 @@ def test_fetch_matches_a_list_model(
     record's memo comes back exactly while it is in memory."""
     spec = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
     recent_share = STORE_OVERHEAD_BYTES + recent_bytes  # the open store takes its overhead
-    memory = MemoryBudget(MIN_ROCKSDB_BYTES + recent_share, recent_bytes=recent_share)
+    memory = MemoryBudget(2 * MIN_ROCKSDB_BYTES + recent_share, recent_bytes=recent_share)
     path = tmp_path_factory.mktemp("w") / "w"
     store = WindowStore(spec, path, memory)
     store.attach_writer(recording_writer())

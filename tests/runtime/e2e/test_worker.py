@@ -57,15 +57,18 @@ async def test_kill_9_under_load_loses_no_joined_record(
     assert not missing, f"missing {missing[:20]}...\n{workers.logs()}"
 
 
+@pytest.mark.parametrize("memory", [None, "24MiB"])
 async def test_a_worker_started_on_a_backlog_joins_every_pair(
-    broker: Broker, unique: str, tmp_path: Path
+    broker: Broker, unique: str, tmp_path: Path, memory: str | None
 ) -> None:
     """Both topics already hold their records when the worker starts: neither side may run so
-    far ahead of the other that the other's records become late."""
+    far ahead of the other that the other's records become late. With a 24 MiB budget the
+    records waiting in the input buffers may take 1.5 MiB, about 9,000 of these: fetching
+    pauses and resumes all along, and no side may wait for records that are never fetched."""
     await _topics(broker.bootstrap, unique)
     await produce(broker.bootstrap, unique, range(30_000), pace_s=0)
     workers = Workers(broker.bootstrap, unique, tmp_path)
-    workers.start("w1")
+    workers.start("w1", *(["--memory", memory] if memory else []))
     try:
         seen = await read_joined(broker.bootstrap, unique, 30_000, within_s=120)
     finally:
