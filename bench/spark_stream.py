@@ -10,8 +10,9 @@ python), then runs the join with its Python joiner:
   batch   - `backfill` of the same join from the topics to Parquet, in the same session;
   worker  - `streamjoin worker` from the beginning until it has written as many records.
 The two Spark legs are taken in turns --rounds times in one session (the machine may be busy:
-medians). Prints input records/s (2N / time) and the peak RSS of each (the Spark legs share one
-process tree: a leg's peak includes what the JVM kept from the other), where the stream's time
+medians). Prints input records/s (2N / time), the peak RSS and the machine's load average
+after each leg (the Spark legs share one process tree: a leg's peak includes what the JVM
+kept from the other), where the stream's time
 went by Spark's progress reports (durationMs and the join's state store times, summed over its
 micro-batches), and the ratio of the median stream and batch times.
 
@@ -74,7 +75,7 @@ def _stream_round(
     print(
         f"stream  {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
         f"input records/s  ({len(progress)} micro-batches, {read} rows read)  "
-        f"peak RSS {peak[0] / 2**20:,.0f} MiB"
+        f"peak RSS {peak[0] / 2**20:,.0f} MiB  load {os.getloadavg()[0]:.1f}"
     )
     return count, progress
 
@@ -92,7 +93,7 @@ def _batch_round(spark: Any, spec: Any, bootstrap: str, out: str, records: int, 
     count = int(spark.read.parquet(f"{out}/batch").count())
     print(
         f"batch   {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
-        f"input records/s  peak RSS {peak[0] / 2**20:,.0f} MiB"
+        f"input records/s  peak RSS {peak[0] / 2**20:,.0f} MiB  load {os.getloadavg()[0]:.1f}"
     )
     return count
 
