@@ -10,12 +10,14 @@ python), then runs the join with its Python joiner:
   batch   - `backfill` of the same join from the topics to Parquet, in the same session;
   worker  - `streamjoin worker` from the beginning until it has written as many records.
 The two Spark legs are taken in turns --rounds times in one session (the machine may be busy:
-medians). Prints input records/s (2N / time) and the peak RSS of each (the Spark legs share one
-process tree: a leg's peak includes what the JVM kept from the other), where the stream's time
-went by Spark's progress reports (durationMs and the join's state store times, summed over its
+medians), after --warmup untimed rounds. Prints input records/s (2N / time), the peak RSS and
+the machine's load average after each leg (the Spark legs share one process tree: a leg's peak
+includes what the JVM kept from the other), where the stream's time went by Spark's progress
+reports (durationMs and the join's state store times, summed over its
 micro-batches), and the ratio of the median stream and batch times.
 
-    python bench/spark_stream.py [--records 300000] [--partitions 4] [--rounds 3] [--skip-worker]
+    python bench/spark_stream.py [--records 300000] [--partitions 4] [--rounds 3] [--warmup 1]
+        [--skip-worker]
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def _stream_round(
     print(
         f"stream  {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
         f"input records/s  ({len(progress)} micro-batches, {read} rows read)  "
-        f"peak RSS {peak[0] / 2**20:,.0f} MiB"
+        f"peak RSS {peak[0] / 2**20:,.0f} MiB  load {os.getloadavg()[0]:.1f}"
     )
     return count, progress
 
@@ -92,7 +94,7 @@ def _batch_round(spark: Any, spec: Any, bootstrap: str, out: str, records: int, 
     count = int(spark.read.parquet(f"{out}/batch").count())
     print(
         f"batch   {count:>9} joined in {seconds:6.1f} s  {2 * records / seconds:>9,.0f} "
-        f"input records/s  peak RSS {peak[0] / 2**20:,.0f} MiB"
+        f"input records/s  peak RSS {peak[0] / 2**20:,.0f} MiB  load {os.getloadavg()[0]:.1f}"
     )
     return count
 
@@ -118,8 +120,11 @@ def spark_legs(
     official: bool,
     max_records_per_batch: int | None,
     rounds: int,
+    warmup: int,
 ) -> tuple[int, Leg, Leg]:
-    """(joined records, stream leg, batch leg), the legs taken in turns `rounds` times."""
+    """(joined records, stream leg, batch leg), the legs taken in turns `rounds` times after
+    `warmup` untimed rounds (the first query of a session pays for loading the streaming
+    engine and the Kafka connector, which the legs after it find loaded)."""
     from backfill_app import app
 
     from streamjoin.spark.connector import session_settings
@@ -134,13 +139,18 @@ def spark_legs(
     with spark_session("local[2]", settings) as spark:
         spark.range(1).count()
         print(f"spark   session up in {time.monotonic() - started:.1f} s")
-        for _ in range(rounds):
+        for round_ in range(warmup + rounds):
+            if round_ < warmup:
+                print("warm-up (left out of the medians):")
+            timed = round_ >= warmup
             with tempfile.TemporaryDirectory() as out:
                 stream_count, progress = _stream_round(
-                    spark, spec, source, out, records, leg=stream
+                    spark, spec, source, out, records, leg=stream if timed else Leg()
                 )
                 print(f"        micro-batch time: {_durations(progress)}")
-                batch_count = _batch_round(spark, spec, bootstrap, out, records, leg=batch)
+                batch_count = _batch_round(
+                    spark, spec, bootstrap, out, records, leg=batch if timed else Leg()
+                )
             if stream_count != batch_count:
                 print(f"DIFFERENT COUNTS: stream {stream_count}, batch {batch_count}")
     return batch_count, stream, batch
@@ -155,6 +165,9 @@ def main() -> None:
     parser.add_argument("--kafka-source", choices=("kafka", "python"), default="kafka")
     parser.add_argument("--max-records-per-batch", type=int, default=None)
     parser.add_argument("--skip-worker", action="store_true")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed rounds first (the session's first use)"
+    )
     parser.add_argument(
         "--rounds", type=int, default=3, help="stream and batch legs, taken in turns (medians)"
     )
@@ -184,6 +197,7 @@ def main() -> None:
             official=official,
             max_records_per_batch=args.max_records_per_batch,
             rounds=args.rounds,
+            warmup=args.warmup,
         )
         print(
             f"median  stream {stream.median_s:.1f} s, batch {batch.median_s:.1f} s "

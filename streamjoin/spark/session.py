@@ -1,7 +1,8 @@
 """A SparkSession with the settings local runs need, each overridable.
 
 Without them a local run breaks in ways far from their cause: Python workers start the system
-Python (without pyarrow) unless PYSPARK_PYTHON is this interpreter; the driver binds to whatever
+Python (without pyarrow) unless PYSPARK_PYTHON is this interpreter (locally, without Spark's
+source copy of PySpark: worker_python.py); the driver binds to whatever
 the host name resolves to unless told to use the loopback; 200 shuffle partitions make small
 jobs slow. `spark.jars.packages` is not set for local runs (without Maven access the JVM dies
 before a session exists): spark-stream hands Spark's Kafka connector over as cached jars
@@ -19,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
+
+from streamjoin.spark.worker_python import worker_python
 
 __all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "is_local", "spark_session")
 
@@ -49,10 +52,11 @@ def build_session(
     app_name: str = "streamjoin",
 ) -> SparkSession:
     """Start (or join) the process's SparkSession: local defaults first, then `conf`."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = is_local(master)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python() if local else sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings: dict[str, str] = {"spark.sql.session.timeZone": "UTC", "spark.log.level": "WARN"}
-    if is_local(master):
+    if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         scratch = tempfile.mkdtemp(prefix="streamjoin-spark-")
         settings.update(LOCAL_DEFAULTS)

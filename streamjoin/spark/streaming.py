@@ -6,7 +6,7 @@ produced to the join's output topic with the workers' headers (at least once).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -80,25 +80,40 @@ def streamable(spec: JoinSpec) -> JoinSpec:
     return spec
 
 
-_LATE_BY_THIS_WATERMARK = ("spark.sql.streaming.statefulOperator.allowMultiple", "false")
+_LATE_BY_THIS_WATERMARK = {"spark.sql.streaming.statefulOperator.allowMultiple": "false"}
 """With one stateful operator (the join): Spark drops the rows behind the micro-batch's own
 watermark and counts them (`numRowsDroppedByWatermark`). Spark's default (several allowed)
 counts only the rows behind the previous micro-batch's watermark; the others it leaves out of the
 join's state without a count, yet lets them match what the state still holds."""
 
+_NO_CLOSING_BATCH = {"spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+"""For an inner join under AvailableNow: the micro-batch without data that Spark runs last, to
+apply the advanced watermark, emits nothing for an inner join (only non-matches wait for the
+watermark) and only evicts state, which the next run's first micro-batch evicts anyway; it
+scans the whole state (a fifth of a backlog's time, bench/spark_stream.py)."""
+
+
+def _settings(spec: JoinSpec, trigger: Trigger) -> dict[str, str]:
+    """The session settings the query of `spec` starts with."""
+    if trigger.available_now and spec.how == "inner":
+        return {**_LATE_BY_THIS_WATERMARK, **_NO_CLOSING_BATCH}
+    return dict(_LATE_BY_THIS_WATERMARK)
+
 
 @contextmanager
-def _starting_with(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """`key` set to `value` while a query starts (it keeps the settings it started with)."""
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, value)
+def _starting_with(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """`settings` in effect while a query starts (it keeps the settings it started with)."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
+        for key, earlier in before.items():
+            if earlier is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, earlier)
 
 
 def _records(
@@ -152,5 +167,5 @@ def start_stream(
             write_topic(batch, bootstrap, topic)
 
         writer = writer.foreachBatch(produce)
-    with _starting_with(spark, *_LATE_BY_THIS_WATERMARK):
+    with _starting_with(spark, _settings(spec, trigger)):
         return writer.start()

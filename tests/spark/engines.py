@@ -293,18 +293,27 @@ def run_spark_stream(
     *,
     official: bool,
     joiners: Iterable[str] = JOINERS,
+    cases: Iterable[str] | None = None,
+    max_records_per_batch: int | None = None,
     parallel: int = 1,
 ) -> dict[str, Results]:
-    """Every case's join (with `joiners`) as a streaming query with the AvailableNow trigger,
-    `parallel` at a time (each Python source runs a Python process of its own, which must
-    connect back to Spark within 10 s: several starting at once on a busy machine miss that);
-    the inputs must be in the topics. The function joiners produce to their output
-    topics, the field mappings write Parquet."""
+    """Each case's join (of `cases`, all by default; with `joiners`) as a streaming query with
+    the AvailableNow trigger, `parallel` at a time; the inputs must be in the topics. The
+    function joiners produce to their output topics, the field mappings write Parquet.
+
+    Spark starts a Python process for each Python source and each Python write of a query,
+    which must connect back within 10 s (PythonWorkerFactory's fixed timeout): several starting
+    at once on a busy machine miss that, so Python sources run one query at a time."""
     from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
 
     app = build_app(suffix)
-    source = StreamSource(bootstrap, official=official)
-    specs = [spec for spec in app.joins if spec.name.rsplit("_", 1)[1] in set(joiners)]
+    source = StreamSource(bootstrap, official, max_records_per_batch)
+    chosen = {case.name for case in CASES} if cases is None else set(cases)
+    specs = [
+        spec
+        for spec in app.joins
+        if spec.name.rsplit("_", 1)[0] in chosen and spec.name.rsplit("_", 1)[1] in set(joiners)
+    ]
     parquet = {s.name: str(tmp / s.name) for s in specs if s.name.endswith("_map")}
     for first in range(0, len(specs), parallel):
         queries = [

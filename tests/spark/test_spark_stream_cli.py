@@ -203,9 +203,9 @@ async def _produce_late(bootstrap: str, suffix: str, t0: int) -> None:
 
 
 def test_late_records_are_dropped_and_counted(broker: Broker, tmp_path: Path) -> None:
-    """Two micro-batches of one record a side (the limit is per topic): the late left record
-    of the second is dropped (it joins nothing) and counted in its progress line and in the
-    last line."""
+    """Two micro-batches of one record a side (the limit is per topic), and no more: the late
+    left record of the second is dropped (it joins nothing) and counted in its progress line
+    and in the last line."""
     suffix = uuid.uuid4().hex[:8]
     (tmp_path / "app.py").write_text(APP.format(s=suffix, p=1))
     topics = [f"ssl-{suffix}", f"ssr-{suffix}"]
@@ -218,6 +218,8 @@ def test_late_records_are_dropped_and_counted(broker: Broker, tmp_path: Path) ->
     assert first.startswith("batch 0: 2 rows,") and first.endswith(", late 0 (0 in this run)")
     second = next(line for line in lines if line.startswith("batch 1: "))
     assert second.startswith("batch 1: 2 rows,") and second.endswith(", late 1 (1 in this run)")
+    # An inner join: no closing micro-batch without data (it would only evict state).
+    assert not [line for line in lines if line.startswith("batch 2: ")], done.stdout
     assert "stopped, 1 late records dropped" in done.stdout
     assert _written(tmp_path) == [1]
 
