@@ -292,7 +292,8 @@ async def main(args: argparse.Namespace) -> None:
         report(results, args)
 
 
-if __name__ == "__main__":
+def arguments() -> argparse.ArgumentParser:
+    """The options of this benchmark (bench/brokers.py runs it with them too)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -312,4 +313,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
     )
-    asyncio.run(main(parser.parse_args()))
+    return parser
+
+
+if __name__ == "__main__":
+    asyncio.run(main(arguments().parse_args()))
