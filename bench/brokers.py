@@ -13,7 +13,7 @@ Each part prints its own full report as it goes. The goal on Apache Kafka: hand-
 About 4 minutes per broker on 2 cores with the defaults.
 
     python bench/brokers.py [--brokers tansu,kafka] [--modes catch-up] [--state-per-task 20000]
-                            [--impressions 50000] [--rounds 3]
+                            [--impressions 50000] [--rounds 3] [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def report(all_figures: list[BrokerFigures]) -> None:
         f"{'unmoved max':>12}{'worker rec/s':>13}{'pipe rec/s':>11}{'worker/pipe':>12}"
     )
     for f in all_figures:
-        rows = f.scale_outs or [None]
+        rows: list[scale_out.Result | None] = list(f.scale_outs) or [None]
         for r in rows:
             if r is None:
                 scale = f"{'-':>9}{'-':>7}{'(not stable in time)':>21}{'-':>12}"
@@ -89,15 +89,27 @@ def report(all_figures: list[BrokerFigures]) -> None:
     print("seconds; pauses and gaps from the third worker's start until stable")
 
 
+def scale_out_arguments(args: argparse.Namespace, kind: str) -> argparse.Namespace:
+    """bench/scale_out.py's options for one broker (its logs, if kept, in a folder per broker)."""
+    options = ["--modes", args.modes, "--state-per-task", str(args.state_per_task)]
+    if args.keep_logs:
+        logs = Path(args.keep_logs) / kind
+        logs.mkdir(parents=True, exist_ok=True)
+        options += ["--keep-logs", str(logs)]
+    return scale_out.arguments().parse_args(options)
+
+
 async def main(args: argparse.Namespace) -> None:
-    scale_args = scale_out.arguments().parse_args(
-        ["--modes", args.modes, "--state-per-task", str(args.state_per_task)]
-    )
     tput_args = join_throughput.arguments().parse_args(
         ["--impressions", str(args.impressions), "--rounds", str(args.rounds), "--skip-faust"]
     )
     print(f"cpus={os.cpu_count()}")
-    report([await measure(kind, scale_args, tput_args) for kind in args.brokers.split(",")])
+    report(
+        [
+            await measure(kind, scale_out_arguments(args, kind), tput_args)
+            for kind in args.brokers.split(",")
+        ]
+    )
 
 
 if __name__ == "__main__":
@@ -113,4 +125,5 @@ if __name__ == "__main__":
     parser.add_argument("--state-per-task", type=int, default=20_000)
     parser.add_argument("--impressions", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3, help="worker and pipe runs, in turns")
+    parser.add_argument("--keep-logs", help="copy the scale-out workers' logs into this directory")
     asyncio.run(main(parser.parse_args()))
