@@ -126,7 +126,7 @@ def ready(worker: Worker) -> bool:
         queries is not None
         and manager is not None
         and len(queries.service.placements()) == PARTITIONS * len(SUBTOPOLOGIES)
-        and any(a.task for t, a in manager.active.items() if t.subtopology == "enrich")
+        and any(a.running for t, a in manager.active.items() if t.subtopology == "enrich")
     )
 
 
@@ -185,7 +185,7 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
         first = workers[0]
         assert first.queries is not None and first.manager is not None
         url = first.queries.service.url
-        mine = {t for t, a in first.manager.active.items() if a.task}
+        mine = {t for t, a in first.manager.active.items() if a.running}
         store, prices, countries = (f"{t}-{suffix}" for t in ("users", "prices", "countries"))
 
         def task(join: str, key: str) -> TaskId:

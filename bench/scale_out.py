@@ -153,7 +153,7 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         await asyncio.gather(*background, return_exceptions=True)
         await asyncio.gather(*(w.stop() for w in workers))
         if args.keep_logs:
-            for worker in workers:
+            for worker in (w for w in workers if w.log.exists()):
                 shutil.copy(worker.log, Path(args.keep_logs) / worker.log.name)
 
 

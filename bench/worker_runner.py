@@ -56,7 +56,7 @@ def status(worker: Worker) -> dict[str, Any]:
     roles = manager.roles.roles()
     return {
         "active": sorted(str(t) for t in manager.active),
-        "running": sorted(str(t) for t, a in manager.active.items() if a.task is not None),
+        "running": sorted(str(t) for t, a in manager.active.items() if a.running),
         "warmup": sorted(str(t) for t in roles.warmup),
         "standby": sorted(str(t) for t in roles.standby),
         "in": sum(manager.records_in.values()),
@@ -105,8 +105,8 @@ async def until_processed(worker: Worker, records: int) -> None:
         return fetched
 
     consumer.getmany = stamped
-    while sum(manager.records_in.values()) < records or any(  # noqa: ASYNC110 - polled state
-        a.task is None or a.task.buffered() for a in manager.active.values()
+    while sum(manager.records_in.values()) < records or (  # noqa: ASYNC110 - polled state
+        manager.buffered() or not all(a.running for a in manager.active.values())
     ):
         await asyncio.sleep(0.01)
     await sink.flush()
