@@ -36,9 +36,9 @@ async def test_status_lines_show_running_tasks(broker: Broker, tmp_path: Path) -
     await worker.start()
     try:
         await until(lambda: settled([worker], PARTITIONS, started), 60, "both tasks running")
+        assert worker.latest is not None
+        assert len(worker.latest.running) == PARTITIONS
     except TimeoutError:
         pytest.fail(f"latest status {worker.latest}; log:\n{worker.log_tail()}")
     finally:
         await worker.stop()
-    assert worker.latest is not None
-    assert len(worker.latest.running) == PARTITIONS
