@@ -67,24 +67,31 @@ async def measure(
 
 def report(all_figures: list[BrokerFigures]) -> None:
     print(
-        f"\n{'broker':<20}{'start':>6}{'mode':>9}{'stable':>7}{'moved pause med/max':>21}"
-        f"{'unmoved max':>12}{'worker rec/s':>13}{'pipe rec/s':>11}{'worker/pipe':>12}"
+        f"\n{'broker':<20}{'start':>6}{'mode':>9}{'stable':>7}{'steady':>7}"
+        f"{'moved pause med/max':>21}{'unmoved max':>12}"
+        f"{'worker rec/s':>13}{'pipe rec/s':>11}{'worker/pipe':>12}"
     )
     for f in all_figures:
         rows: list[scale_out.Result | None] = list(f.scale_outs) or [None]
         for r in rows:
             if r is None:
-                scale = f"{'-':>9}{'-':>7}{'(not stable in time)':>21}{'-':>12}"
+                scale = f"{'-':>9}{'-':>7}{'-':>7}{'(not stable in time)':>21}{'-':>12}"
             else:
                 moved = [r.pauses[p] for p in sorted(r.moved)]
                 stayed = [g for p, g in r.pauses.items() if p not in r.moved]
                 pause = f"{statistics.median(moved):.2f} / {max(moved):.2f}" if moved else "- / -"
-                scale = f"{r.mode:>9}{r.stable_s:7.1f}{pause:>21}{max(stayed, default=0.0):12.2f}"
+                scale = (
+                    f"{r.mode:>9}{r.stable_s:7.1f}{r.steady_gap:7.2f}{pause:>21}"
+                    f"{max(stayed, default=0.0):12.2f}"
+                )
             print(
                 f"{f.name:<20}{f.start_s:6.1f}{scale}{f.worker_rate:13,.0f}"
                 f"{f.pipe_rate:11,.0f}{f.worker_rate / f.pipe_rate:12.0%}"
             )
-    print("seconds; pauses and gaps from the third worker's start until stable")
+    print(
+        "seconds; steady: the longest output gap of any task before the scale-out; pauses and "
+        "gaps from the third worker's start until stable"
+    )
 
 
 def scale_out_arguments(args: argparse.Namespace, kind: str) -> argparse.Namespace:
