@@ -259,7 +259,8 @@ def hottest_lines(raw_profile: Path, top: int = 15) -> None:
         print(f"  {n / total:6.1%}  {frame}")
 
 
-async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
+async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> dict[str, list[Outcome]]:
+    """Every contender's rounds on this broker, printed and returned."""
     run_id = uuid.uuid4().hex[:6]
     rounds = range(1, args.rounds + 1)
     # The worker consumes a topic set of its own in every round (a new group and new state
@@ -344,6 +345,12 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     report(runs)
     if args.profile:
         hottest_lines(Path(args.profile))
+    return runs
+
+
+def median_round(outcomes: list[Outcome]) -> Outcome:
+    """The round in the middle by records/s (the higher of two middles)."""
+    return sorted(outcomes, key=lambda o: o.rate)[len(outcomes) // 2]
 
 
 def cpu_per_record(outcome: Outcome) -> float:
@@ -360,7 +367,7 @@ def report(runs: dict[str, list[Outcome]]) -> None:
     medians: dict[str, Outcome] = {}
     for name, outcomes in runs.items():
         by_rate = sorted(outcomes, key=lambda o: o.rate)
-        median = medians[name] = by_rate[len(by_rate) // 2]
+        median = medians[name] = median_round(outcomes)
         cpu = (
             f"{median.cpu_seconds / median.records * 1e6:12.1f}"
             if median.cpu_seconds is not None
@@ -401,7 +408,8 @@ def report(runs: dict[str, list[Outcome]]) -> None:
         print(f"worker / faust (b): {ratio:5.2f}x  (target >= 3x)")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options of this benchmark (bench/brokers.py runs it with them too)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -418,7 +426,11 @@ def main() -> None:
     parser.add_argument(
         "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     for kind in args.brokers.split(","):
         with (
             tempfile.TemporaryDirectory(prefix="streamjoin-tput-") as workdir,

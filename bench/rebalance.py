@@ -1,9 +1,11 @@
 """Per-partition processing gap while a fourth member joins a group of three, under steady load.
 
-Three groups, one after the other on the same broker (--brokers: Tansu, Apache Kafka, or both
+Four groups, one after the other on the same broker (--brokers: Tansu, Apache Kafka, or both
 in turn), each consuming its own 12-
 partition topic while a producer writes one record to every partition every 20 ms:
   cooperative - streamjoin CooperativeConsumer, `cooperative-sticky` (COOPERATIVE);
+  coop-1.5s   - the same, its follow-up rejoin waiting 1.5 s after each assignment on any broker
+                (as before that wait became Tansu's only): the moved partitions' baseline;
   eager       - streamjoin CooperativeConsumer, `sticky` (an EAGER assignor: stop the world);
   aiokafka    - plain aiokafka consumers in a group (aiokafka's own EAGER coordinator).
 For each, three members settle, the steady-state gap is measured for a few seconds (the
@@ -38,6 +40,8 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 PARTITIONS = 12
 PRODUCE_EVERY = 0.02
 STEADY_SECONDS = 3.0
+FIXED_DELAY_MS = 1_500
+"""The follow-up rejoin's wait after an assignment on every broker before it became Tansu's only."""
 AFTER_SETTLED = 1.0
 
 
@@ -211,6 +215,14 @@ async def on_broker(broker: Broker, session_ms: int, heartbeat_ms: int) -> None:
             streamjoin_member(bootstrap, "cooperative-sticky", timeouts),
             suffix,
         ),
+        await run(
+            "coop-1.5s",
+            broker,
+            streamjoin_member(
+                bootstrap, "cooperative-sticky", {**timeouts, "rejoin_delay_ms": FIXED_DELAY_MS}
+            ),
+            suffix,
+        ),
         await run("eager", broker, streamjoin_member(bootstrap, "sticky", timeouts), suffix),
         await run("aiokafka", broker, aiokafka_member(bootstrap, timeouts), suffix),
     ]
@@ -224,6 +236,13 @@ async def on_broker(broker: Broker, session_ms: int, heartbeat_ms: int) -> None:
         print(
             f"{r.name:12} {r.steady:8.2f} s {r.took:8.1f} s   {describe(r.unmoved):>20} "
             f"({len(r.unmoved):2})   {describe(r.moved):>18} ({len(r.moved):2})"
+        )
+    coop, fixed = results[0], results[1]
+    if coop.moved and fixed.moved:
+        print(
+            f"cooperative: longest moved pause {max(coop.moved):.2f} s against "
+            f"{max(fixed.moved):.2f} s with every follow-up rejoin waiting "
+            f"{FIXED_DELAY_MS / 1000:.1f} s"
         )
     base = results[-1]
     base_unmoved = max(base.unmoved or base.moved)

@@ -116,6 +116,8 @@ class RunnerProcess:
             await self._reader
 
     def log_tail(self, lines: int = 20) -> str:
+        if not self.log.exists():
+            return "(not started)"
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 

@@ -153,7 +153,7 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         await asyncio.gather(*background, return_exceptions=True)
         await asyncio.gather(*(w.stop() for w in workers))
         if args.keep_logs:
-            for worker in workers:
+            for worker in (w for w in workers if w.log.exists()):
                 shutil.copy(worker.log, Path(args.keep_logs) / worker.log.name)
 
 
@@ -292,7 +292,8 @@ async def main(args: argparse.Namespace) -> None:
         report(results, args)
 
 
-if __name__ == "__main__":
+def arguments() -> argparse.ArgumentParser:
+    """The options of this benchmark (bench/brokers.py runs it with them too)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -312,4 +313,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--brokers", default="tansu", help=f"comma-separated, in order: {', '.join(BROKER_KINDS)}"
     )
-    asyncio.run(main(parser.parse_args()))
+    return parser
+
+
+if __name__ == "__main__":
+    asyncio.run(main(arguments().parse_args()))

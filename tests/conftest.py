@@ -39,10 +39,22 @@ def pytest_report_header() -> str:
     return f"broker: {session_broker_kind()} (set {BROKER_ENV}=kafka|tansu to choose)"
 
 
+_started: list[Broker] = []
+"""The brokers this session started, for the start times in the summary (CI's budget)."""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for running in _started:
+        terminalreporter.write_line(
+            f"{running.name} broker started in {running.started_in or 0:.1f} s"
+        )
+
+
 @pytest.fixture(scope="session")
 def session_broker() -> Iterator[Broker]:
     """The one broker of the session, of the kind chosen."""
     with local_broker(session_broker_kind()) as running:
+        _started.append(running)
         yield running
 
 
@@ -60,6 +72,7 @@ def tansu_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
         yield request.getfixturevalue("session_broker")
         return
     with EmbeddedBroker() as running:
+        _started.append(running)
         yield running
 
 
@@ -70,6 +83,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
         yield request.getfixturevalue("session_broker")
         return
     with KafkaBroker() as running:
+        _started.append(running)
         yield running
 
 

@@ -49,12 +49,11 @@ class MemberConfig:
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
     """How long the coordinator waits for members to rejoin (max.poll.interval.ms)."""
-    rejoin_delay_ms: int = 1_500
+    rejoin_delay_ms: int | None = None
     """Least time between receiving an assignment and starting a rebalance of its own (the
     cooperative follow-up, `request_rejoin`), so the other members can finish their SyncGroup
-    first. Brokers that answer SyncGroup by polling (the embedded Tansu polls once a second)
-    would otherwise fail those members' sync and delay them by several seconds; 0 suits
-    Apache Kafka."""
+    first. None: by broker (`streamjoin.group.rejoin_pace`): none on Apache Kafka, 1.5 s on
+    the embedded Tansu, which answers SyncGroup by polling."""
     retry_backoff_ms: int = 100
     max_retry_backoff_ms: int = 2_000
     commit_timeout_ms: int = 10_000
@@ -80,7 +79,7 @@ class MemberConfig:
                 f"{where}: heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be below "
                 f"session_timeout_ms ({self.session_timeout_ms}); a third of it is usual"
             )
-        if self.rejoin_delay_ms < 0:
+        if self.rejoin_delay_ms is not None and self.rejoin_delay_ms < 0:
             raise ConfigurationError(f"{where}: rejoin_delay_ms must not be negative")
         if not 0 < self.retry_backoff_ms <= self.max_retry_backoff_ms:
             raise ConfigurationError(

@@ -86,7 +86,7 @@ class CooperativeConsumer:
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3_000,
         rebalance_timeout_ms: int = 60_000,
-        rejoin_delay_ms: int = 1_500,
+        rejoin_delay_ms: int | None = None,
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5_000,
         auto_offset_reset: str = "latest",

@@ -30,6 +30,7 @@ from aiokafka.protocol.group import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from aiokafka.protocol.metadata import MetadataRequest
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.group.backoff import Backoff
@@ -262,6 +263,12 @@ class GroupCoordinatorClient:
         self._check(response.error_code, f"SyncGroup (member {member_id}, generation {generation})")
         assignment: bytes = response.member_assignment or b""
         return assignment
+
+    async def cluster_id(self) -> str | None:
+        """The cluster's id, as the coordinator's Metadata answer gives it (None if it has none)."""
+        response = await self._send(MetadataRequest([]), blocking=False)
+        cluster_id: str | None = getattr(response, "cluster_id", None)
+        return cluster_id
 
     async def heartbeat(self, *, generation: int, member_id: str) -> None:
         request = HeartbeatRequest(self.group_id, generation, member_id)

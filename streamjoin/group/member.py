@@ -47,6 +47,7 @@ from streamjoin.group.rebalance import (
     select_assignor,
     subscription_metadata,
 )
+from streamjoin.group.rejoin_pace import rejoin_delay_ms
 
 __all__ = ("GroupMember", "MemberState")
 
@@ -99,6 +100,10 @@ class GroupMember:
         self.is_leader = False
         self.error: FatalGroupError | None = None
         """Set when the member stopped because it cannot take part in the group."""
+        self._rejoin_delay: float | None = (
+            None if config.rejoin_delay_ms is None else config.rejoin_delay_ms / 1000
+        )
+        """Seconds; None until the broker has been asked (config None: by broker)."""
         self._rejoin_reason: str | None = "first join"
         self._group_rebalancing = False
         self._quiet_until = 0.0
@@ -207,6 +212,8 @@ class GroupMember:
                 continue
             try:
                 await self._coordinator.ensure_known()
+                if self._rejoin_delay is None:
+                    self._rejoin_delay = await self._broker_rejoin_delay()
                 await self._rebalance()
                 self._backoff.reset()
             except RebalanceInProgress as exc:
@@ -228,6 +235,19 @@ class GroupMember:
         if self.error is not None:
             logger.error("group %s: member %s stops: %s", self.group_id, self.member_id, self.error)
             await self._ownership.release_all(lost=True)
+
+    async def _broker_rejoin_delay(self) -> float:
+        cluster_id = await self._coordinator.cluster_id()
+        delay = rejoin_delay_ms(cluster_id) / 1000
+        if delay:
+            logger.info(
+                "group %s: follow-up rejoins wait %.1f s after an assignment (cluster %r answers "
+                "SyncGroup by polling)",
+                self.group_id,
+                delay,
+                cluster_id,
+            )
+        return delay
 
     async def _reset(self, exc: MemberFenced) -> None:
         """Forget the generation (and the member id if the broker forgot it): all is lost."""
@@ -349,7 +369,7 @@ class GroupMember:
         self.assignor_name = assignor.name
         self.is_leader = joined.is_leader
         self._ownership.commits_blocked = False
-        self._quiet_until = time.monotonic() + self.config.rejoin_delay_ms / 1000
+        self._quiet_until = time.monotonic() + (self._rejoin_delay or 0.0)
         self.state = MemberState.STABLE
         self._heartbeat.wake()
         logger.info(

@@ -13,7 +13,7 @@ from streamjoin.assignment.consumer.consumer_protocol import (
     encode_subscription,
 )
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
-from streamjoin.broker import Broker
+from streamjoin.broker import Broker, EmbeddedBroker
 from streamjoin.group.coordinator import GroupCoordinatorClient, JoinResult
 from streamjoin.group.errors import (
     CoordinatorUnavailable,
@@ -22,6 +22,7 @@ from streamjoin.group.errors import (
     MemberFenced,
     MemberIdRequired,
 )
+from streamjoin.group.rejoin_pace import TANSU_REJOIN_DELAY_MS, rejoin_delay_ms
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 
@@ -147,3 +148,18 @@ async def test_an_unreachable_coordinator_is_forgotten(client: AIOKafkaClient, u
         await coordinator.heartbeat(generation=1, member_id="m")
     assert coordinator.coordinator_id is None
     assert await coordinator.ensure_known() != 987_654
+
+
+async def test_only_tansu_makes_a_follow_up_rejoin_wait(each_broker: Broker, unique: str) -> None:
+    """Apache Kafka answers every SyncGroup at once, Tansu polls: its cluster id tells it apart."""
+    kafka = AIOKafkaClient(bootstrap_servers=each_broker.bootstrap)
+    await kafka.bootstrap()
+    try:
+        coordinator = GroupCoordinatorClient(kafka, f"g-{unique}")
+        await coordinator.ensure_known()
+        cluster_id = await coordinator.cluster_id()
+    finally:
+        await kafka.close()
+    assert cluster_id
+    tansu = isinstance(each_broker, EmbeddedBroker)
+    assert rejoin_delay_ms(cluster_id) == (TANSU_REJOIN_DELAY_MS if tansu else 0)
