@@ -21,8 +21,10 @@ def load_app(reference: str, app_dir: Path | str = ".") -> App:
             f"app reference {reference!r} must look like MODULE:ATTRIBUTE, e.g. app:joins"
         )
     directory = str(Path(app_dir).resolve())
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
+    if directory in sys.path:
+        sys.path.remove(directory)
+    sys.path.insert(0, directory)
+    _forget_other(module_name.partition(".")[0], Path(directory))
     try:
         target: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -39,3 +41,20 @@ def load_app(reference: str, app_dir: Path | str = ".") -> App:
     if not isinstance(target, App):
         raise ConfigurationError(f"{reference} is a {type(target).__name__}, not a streamjoin.App")
     return target
+
+
+def _forget_other(top: str, directory: Path) -> None:
+    """Drop an imported module named `top` (and its submodules) that is not the one in
+    `directory`, when `directory` holds one: an app loaded before in this process (another
+    `app.py`) must not stand in for it."""
+    loaded = sys.modules.get(top)
+    if loaded is None:
+        return
+    here = [directory / f"{top}.py", directory / top / "__init__.py"]
+    source = getattr(loaded, "__file__", None)
+    if not any(path.exists() for path in here) or (
+        source is not None and Path(source).resolve() in here
+    ):
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+        del sys.modules[name]
