@@ -7,6 +7,8 @@ read for a stream record (`_lookup`) and how an update is written (`_update_tabl
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Joined, JoinOutput, Side, SourceRecord
@@ -16,7 +18,7 @@ from streamjoin.state.table_values import pack_table_value, unpack_table_value
 __all__ = ("StreamTableJoin", "TableJoin")
 
 
-class StreamTableJoin:
+class StreamTableJoin(ABC):
     def __init__(self, spec: JoinSpec) -> None:
         self.counters = JoinCounters()
         self._stream_serde = spec.left_value_serde
@@ -48,12 +50,13 @@ class StreamTableJoin:
         with its own writes)."""
         return []
 
+    @abstractmethod
     def _lookup(self, key: bytes | None, timestamp: int) -> bytes | None:
         """The stored table value a stream record with this key and time joins, or None."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _update_table(self, record: SourceRecord) -> None:
-        raise NotImplementedError
+        """Apply a record of the table's topic to the table."""
 
 
 class TableJoin(StreamTableJoin):
