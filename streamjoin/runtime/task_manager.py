@@ -91,7 +91,8 @@ class TaskManager(RebalanceListener):
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
         self._full: set[TopicPartition] = set()
-        """Inputs paused because their task already has plenty of their records buffered."""
+        """Inputs paused for their buffered records: too many in their task, or too many bytes
+        in all tasks together (`apply_backpressure`)."""
         self.record_size = RecordSize()
         self._waiting: defaultdict[TaskId, list[tuple[TopicPartition, list[Any]]]] = defaultdict(
             list
