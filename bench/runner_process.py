@@ -33,6 +33,10 @@ class Snapshot:
     buffered: int
     stall: float
     """Longest the worker's event loop ran late since its previous line."""
+    late: int
+    """Records the worker's joins dropped as late, so far."""
+    assignments: int
+    """Assignments the worker received, so far."""
 
     @classmethod
     def parse(cls, line: dict[str, Any]) -> Snapshot:
@@ -44,6 +48,8 @@ class Snapshot:
             line["in"],
             line["buffered"],
             line["stall"],
+            line["late"],
+            line["assignments"],
         )
 
 

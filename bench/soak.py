@@ -7,7 +7,9 @@ For each mode, in the same run and one after the other:
 
 Per mode it prints the RSS of each worker at every sample (the curve should level off at the
 budget plus the interpreter's own memory), then: input throughput, CPU per input record, lag
-when the traffic stopped, and pairs missing or repeated in the output at the end.
+when the traffic stopped, and pairs missing or repeated in the output at the end. A missing
+pair is told apart: its impression came out unclicked (the join did not see the click in time:
+the workers' late drops and longest loop stalls are printed beside it), or not at all.
 
     python bench/soak.py                        # 30 minutes per mode, 4 tasks per worker
     python bench/soak.py --minutes 2 --sample-every 10
@@ -51,9 +53,17 @@ class Result:
     lag_at_stop: int
     max_lag: int
     pairs_sent: int
+    undelivered: int
+    """Records the broker did not acknowledge (their pairs count as missing)."""
     pairs: int
     missing: int
+    missing_unclicked: int
+    """Missing pairs whose impression came out without its click."""
     repeated: int
+    late: int
+    assignments: int
+    longest_stall_s: float
+    missing_sample: list[str]
 
 
 def rss_bytes(pid: int) -> int:
@@ -76,6 +86,11 @@ class Traffic:
     def __init__(self, bootstrap: str, prefix: str, pairs_per_s: int) -> None:
         self.bootstrap, self.prefix, self.pairs_per_s = bootstrap, prefix, pairs_per_s
         self.sent = 0
+        self.undelivered = 0
+
+    def _count_failure(self, delivery: asyncio.Future[object]) -> None:
+        if delivery.cancelled() or delivery.exception() is not None:
+            self.undelivered += 1
 
     async def run(self, stop: asyncio.Event) -> None:
         impressions, clicks, _ = topic_names(self.prefix)
@@ -93,23 +108,28 @@ class Traffic:
                     continue
                 key = f"{self.prefix}-{self.sent:09d}"
                 ts = start_ms + int(elapsed * 1000)
-                await producer.send(
-                    impressions, impression(key, ts), key=key.encode(), timestamp_ms=ts
-                )
-                await producer.send(
-                    clicks, Click(key, ts + 1).encode(), key=key.encode(), timestamp_ms=ts + 1
-                )
+                for delivery in (
+                    await producer.send(
+                        impressions, impression(key, ts), key=key.encode(), timestamp_ms=ts
+                    ),
+                    await producer.send(
+                        clicks, Click(key, ts + 1).encode(), key=key.encode(), timestamp_ms=ts + 1
+                    ),
+                ):
+                    delivery.add_done_callback(self._count_failure)
                 self.sent += 1
             await producer.flush()
         finally:
             await producer.stop()
 
 
-async def read_pairs(bootstrap: str, topic: str, partitions: int) -> Counter[str]:
-    """Auction id -> clicked pairs in the output, reading it to its end."""
+async def read_pairs(bootstrap: str, topic: str, partitions: int) -> tuple[Counter[str], set[str]]:
+    """(auction id -> clicked pairs, auction ids output unclicked) in the output, read to its
+    end."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     pairs: Counter[str] = Counter()
+    unclicked: set[str] = set()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         bounds = await log_bounds(bootstrap, tps)
@@ -122,9 +142,11 @@ async def read_pairs(bootstrap: str, topic: str, partitions: int) -> Counter[str
                     value = json.loads(record.value or b"{}")
                     if value.get("clicked"):
                         pairs[value["auction_id"]] += 1
+                    else:
+                        unclicked.add(value["auction_id"])
     finally:
         await consumer.stop()
-    return pairs
+    return pairs, unclicked
 
 
 def records_in(workers: list[RunnerProcess]) -> int:
@@ -200,7 +222,9 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         if args.keep_logs:
             for worker in workers:
                 shutil.copy(worker.log, Path(args.keep_logs) / worker.log.name)
-    pairs = await read_pairs(bootstrap, out, args.partitions)
+    pairs, unclicked = await read_pairs(bootstrap, out, args.partitions)
+    missing = [key for n in range(traffic.sent) if (key := f"{prefix}-{n:09d}") not in pairs]
+    history = [s for w in workers for s in w.history if s.t >= started]
     return Result(
         mode,
         rss,
@@ -209,9 +233,15 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         lag_at_stop=lag_at_stop,
         max_lag=max_lag,
         pairs_sent=traffic.sent,
+        undelivered=traffic.undelivered,
         pairs=len(pairs),
-        missing=traffic.sent - len(pairs),
+        missing=len(missing),
+        missing_unclicked=sum(1 for key in missing if key in unclicked),
         repeated=sum(pairs.values()) - len(pairs),
+        late=sum(w.latest.late for w in workers if w.latest is not None),
+        assignments=sum(w.latest.assignments for w in workers if w.latest is not None),
+        longest_stall_s=max((s.stall for s in history), default=0.0),
+        missing_sample=missing[:5] + missing[-5:] if len(missing) > 10 else missing,
     )
 
 
@@ -238,6 +268,13 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"{r.mode:<10} {mib(first):>10} {mib(half):>10} {mib(last):>10} "
             f"{r.records_per_s:>10.0f} {r.cpu_us_per_record:>10.1f} {r.lag_at_stop:>9} "
             f"{r.max_lag:>8} {r.pairs:>8} {r.missing:>8} {r.repeated:>8}"
+        )
+        print(
+            f"{'':<10} missing: {r.missing_unclicked} came out unclicked, "
+            f"{r.missing - r.missing_unclicked} not at all; {r.undelivered} records undelivered; "
+            f"late drops {r.late}; assignments {r.assignments}; longest loop stall "
+            f"{r.longest_stall_s:.1f} s"
+            + (f"; missing e.g. {', '.join(r.missing_sample)}" if r.missing_sample else "")
         )
     by_mode = {r.mode: r for r in results}
     if "bounded" in by_mode and "unbounded" in by_mode:

@@ -54,6 +54,7 @@ def status(worker: Worker) -> dict[str, Any]:
     manager = worker.manager
     assert manager is not None and worker.sink is not None
     roles = manager.roles.roles()
+    joined = [counters for counters, _ in manager.counters().values()]
     return {
         "active": sorted(str(t) for t in manager.active),
         "running": sorted(str(t) for t, a in manager.active.items() if a.running is not None),
@@ -62,6 +63,9 @@ def status(worker: Worker) -> dict[str, Any]:
         "in": sum(manager.records_in.values()),
         "buffered": manager.buffered(),
         "out": sum(worker.sink.sent.values()),
+        "late": sum(c.late_dropped for c in joined),
+        "unmatched": sum(c.unmatched for c in joined),
+        "assignments": manager.rebalances,
     }
 
 

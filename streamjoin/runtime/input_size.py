@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ("RECORD_OVERHEAD_BYTES", "RecordSize", "inputs_to_pause")
+__all__ = ("MAX_BUFFERED_PER_INPUT", "RECORD_OVERHEAD_BYTES", "RecordSize", "inputs_to_pause")
 
 T = TypeVar("T")
+
+MAX_BUFFERED_PER_INPUT = 20_000
+"""Records of one input partition a task may hold before that partition is paused."""
 
 RECORD_OVERHEAD_BYTES = 128
 """A buffered record's memory besides its key and value: the ConsumerRecord object, the

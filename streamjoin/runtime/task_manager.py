@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
-from streamjoin.runtime.input_size import RecordSize, inputs_to_pause
+from streamjoin.runtime.input_size import MAX_BUFFERED_PER_INPUT, RecordSize, inputs_to_pause
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.repartition import RepartitionTask
 from streamjoin.runtime.running_task import MemberTask, RunningTask, member_task, running_task
@@ -236,7 +236,7 @@ class TaskManager(RebalanceListener):
     def tasks_per_subtopology(self) -> Counter[str]:
         return Counter(task_id.subtopology for task_id in self.active)
 
-    def apply_backpressure(self, limit: int, max_bytes: int) -> None:
+    def apply_backpressure(self, max_bytes: int, limit: int = MAX_BUFFERED_PER_INPUT) -> None:
         """Pause the inputs of which a task has over `limit` records buffered and, while all
         tasks' buffered records take over `max_bytes`, those with any; resume the others (see
         `inputs_to_pause`)."""

@@ -22,13 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import time
 
 from aiokafka import AIOKafkaProducer
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
@@ -45,11 +43,9 @@ from streamjoin.runtime.global_tables import GlobalTables
 from streamjoin.runtime.loop_monitor import LoopMonitor
 from streamjoin.runtime.process_identity import transactional_id
 from streamjoin.runtime.producer_sink import ProducerSink
-from streamjoin.runtime.progress import RestoreProgressBars
 from streamjoin.runtime.purge import RepartitionPurger
 from streamjoin.runtime.stopping import closed, until_failed
 from streamjoin.runtime.task_manager import TaskManager
-from streamjoin.runtime.task_roles import WorkerRoles
 from streamjoin.runtime.topic_check import check_running_topics, check_topics
 from streamjoin.runtime.topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.transaction_state import TransactionState
@@ -60,20 +56,16 @@ from streamjoin.runtime.worker_endpoints import (
     serve_queries,
 )
 from streamjoin.runtime.worker_memory import memory_budget
-from streamjoin.runtime.worker_metrics import RestoreTracker
+from streamjoin.runtime.worker_metrics import log_summary
 from streamjoin.runtime.worker_options import WorkerOptions, apply_options
+from streamjoin.runtime.worker_state import task_state, worker_roles
 from streamjoin.state.changelog_topics import ensure_changelogs
 from streamjoin.state.layout import StateDirectory
-from streamjoin.state.manager import StateConfig, StateManager
 from streamjoin.state.memory import return_freed_memory_promptly
-from streamjoin.state.reader import ReaderConfig
 
 __all__ = ("Worker", "WorkerOptions")
 
 logger = logging.getLogger(__name__)
-
-_MAX_BUFFERED_PER_INPUT = 20_000
-"""Records of one input partition a task may hold before that partition is paused."""
 
 
 class Worker:
@@ -201,49 +193,22 @@ class Worker:
         """Exactly-once reads committed records only: inputs, repartition topics, changelogs."""
         return "read_committed" if self.exactly_once else "read_uncommitted"
 
-    def _state_manager(
-        self, producer: AIOKafkaProducer
-    ) -> tuple[StateManager, RestoreTracker, RestoreProgressBars | None]:
-        """The tasks' state, with what follows its restores (metrics, progress bars)."""
-        state = StateManager(
-            state_dir=self.state_dir,
-            app_id=self.app.app_id,
-            bootstrap=self.kafka,
-            producer=producer,
-            memory=self.memory,
-            config=StateConfig(reader=ReaderConfig(isolation_level=self.isolation_level)),
-        )
-        restores = RestoreTracker()
-        state.subscribe(restores)
-        bars = RestoreProgressBars() if RestoreProgressBars.wanted() else None
-        if bars is not None:
-            state.subscribe(bars)
-        return state, restores, bars
-
-    def _roles(self, topology: AppTopology, state: StateManager) -> WorkerRoles:
-        settings = self.app.settings
-        port = self.options.metrics_port
-        return WorkerRoles(
-            topology,
-            state,
-            bootstrap=self.kafka,
-            capacity=self.options.capacity,
-            endpoint=f"{socket.gethostname()}:{port}" if port else None,
-            probing_interval_ms=int(settings.probing_rebalance_interval_s * 1000),
-            settings=AssignorSettings(
-                acceptable_recovery_lag=settings.acceptable_recovery_lag,
-                max_warmup_replicas=settings.max_warmup_replicas,
-                num_standby_replicas=settings.num_standby_replicas,
-            ),
-        )
-
     async def _run(
         self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
     ) -> None:
-        state, restores, bars = self._state_manager(producer)
+        state, restores, bars = task_state(
+            state_dir=self.state_dir,
+            app_id=self.app.app_id,
+            kafka=self.kafka,
+            producer=producer,
+            memory=self.memory,
+            isolation_level=self.isolation_level,
+        )
         await state.start()
         sink = ProducerSink(producer)
-        roles = self._roles(topology, state)
+        roles = worker_roles(
+            topology, state, kafka=self.kafka, settings=self.app.settings, options=self.options
+        )
         manager = TaskManager(
             topology,
             roles=roles,
@@ -334,28 +299,8 @@ class Worker:
                 bars.stop()
             if server is not None:
                 await server.stop()
-        self._log_summary()
+        log_summary(manager, sink)
         logger.info("worker stopped")
-
-    def _log_summary(self) -> None:
-        assert self.manager is not None and self.sink is not None
-        for join, (counters, dead) in sorted(self.manager.counters().items()):
-            logger.info(
-                "join %s: %d matched, %d unmatched, %d late records dropped, %d skipped, "
-                "%d dead letters",
-                join,
-                counters.matched,
-                counters.unmatched,
-                counters.late_dropped,
-                counters.skipped,
-                dead,
-            )
-        logger.info(
-            "records in %s; out %s; %d assignments",
-            dict(self.manager.records_in),
-            dict(self.sink.sent),
-            self.manager.rebalances,
-        )
 
     async def _loop(self) -> None:
         """Fetch, process, produce; commit every interval in the background, so a commit that
@@ -396,7 +341,7 @@ class Worker:
         producer; returns the records processed."""
         assert self.manager is not None and self.sink is not None
         manager = self.manager
-        manager.apply_backpressure(_MAX_BUFFERED_PER_INPUT, self.memory.input_bytes)
+        manager.apply_backpressure(self.memory.input_bytes)
         # Exactly-once: a revocation (which holds the lock) never comes between fetching
         # records and handing them to their tasks.
         async with self.transaction if self.exactly_once else contextlib.nullcontext():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from streamjoin.assignment.model import TopicPartition
@@ -11,7 +12,14 @@ from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.task_manager import TaskManager
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEvent
 
-__all__ = ("RestoreTracker", "register_query_metrics", "register_worker_metrics")
+__all__ = (
+    "RestoreTracker",
+    "log_summary",
+    "register_query_metrics",
+    "register_worker_metrics",
+)
+
+logger = logging.getLogger("streamjoin.runtime.worker")
 
 
 class RestoreTracker:
@@ -201,4 +209,25 @@ def register_query_metrics(registry: MetricsRegistry, stats: QueryStats) -> None
         "summary",
         "Key lookup latency over the latest few thousand lookups",
         quantiles,
+    )
+
+
+def log_summary(manager: TaskManager, sink: ProducerSink) -> None:
+    """What the worker did, logged as it stops: per join, then records in and out."""
+    for join, (counters, dead) in sorted(manager.counters().items()):
+        logger.info(
+            "join %s: %d matched, %d unmatched, %d late records dropped, %d skipped, "
+            "%d dead letters",
+            join,
+            counters.matched,
+            counters.unmatched,
+            counters.late_dropped,
+            counters.skipped,
+            dead,
+        )
+    logger.info(
+        "records in %s; out %s; %d assignments",
+        dict(manager.records_in),
+        dict(sink.sent),
+        manager.rebalances,
     )
