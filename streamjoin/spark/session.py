@@ -84,7 +84,20 @@ def spark_session(
     try:
         yield session
     finally:
-        session.stop()
+        try:
+            _stop_state_stores(session)
+        finally:
+            session.stop()
         scratch = os.path.dirname(warehouse.removeprefix("file:")) if warehouse else ""
         if os.path.basename(scratch).startswith("streamjoin-spark-"):
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _stop_state_stores(session: SparkSession) -> None:
+    """Unload the streaming queries' state stores before the session stops. Spark's maintenance
+    thread for them (every minute, in the driver's JVM on a local master) otherwise may run while
+    the session stops and print a Java stack trace ("SparkEnv not active, cannot do maintenance
+    on StateStores"). Does nothing when no streaming query ran."""
+    jvm = session.sparkContext._jvm
+    if jvm is not None:
+        jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
