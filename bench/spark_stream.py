@@ -128,7 +128,7 @@ def spark_legs(
     from backfill_app import app
 
     from streamjoin.spark.connector import session_settings
-    from streamjoin.spark.session import spark_session
+    from streamjoin.spark.session import spark_session, unload_state_stores
     from streamjoin.spark.streaming import StreamSource
 
     spec = app.get_join("attribute")
@@ -148,6 +148,10 @@ def spark_legs(
                     spark, spec, source, out, records, leg=stream if timed else Leg()
                 )
                 print(f"        micro-batch time: {_durations(progress)}")
+                # The stopped query's state (600k rows at 300k records) would stay loaded
+                # until Spark's maintenance thread (every minute) unloads it: in a 1 GiB
+                # driver, rounds that follow at once ran out of heap on a quiet machine.
+                unload_state_stores(spark)
                 batch_count = _batch_round(
                     spark, spec, bootstrap, out, records, leg=batch if timed else Leg()
                 )

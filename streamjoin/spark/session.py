@@ -23,7 +23,14 @@ from pyspark.sql import SparkSession
 
 from streamjoin.spark.worker_python import worker_python
 
-__all__ = ("DEFAULT_MASTER", "LOCAL_DEFAULTS", "build_session", "is_local", "spark_session")
+__all__ = (
+    "DEFAULT_MASTER",
+    "LOCAL_DEFAULTS",
+    "build_session",
+    "is_local",
+    "spark_session",
+    "unload_state_stores",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +92,7 @@ def spark_session(
         yield session
     finally:
         try:
-            _stop_state_stores(session)
+            unload_state_stores(session)
         finally:
             session.stop()
         scratch = os.path.dirname(warehouse.removeprefix("file:")) if warehouse else ""
@@ -93,11 +100,14 @@ def spark_session(
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _stop_state_stores(session: SparkSession) -> None:
-    """Unload the streaming queries' state stores before the session stops. Spark's maintenance
-    thread for them (every minute, in the driver's JVM on a local master) otherwise may run while
-    the session stops and print a Java stack trace ("SparkEnv not active, cannot do maintenance
-    on StateStores"). Does nothing when no streaming query ran."""
+def unload_state_stores(session: SparkSession) -> None:
+    """Unload the streaming queries' state stores held in the driver's JVM (every store on a
+    local master) and stop their maintenance thread; the next query starts both again.
+
+    Before a session stops: the maintenance thread (every minute) otherwise may run while it
+    stops and print a Java stack trace ("SparkEnv not active, cannot do maintenance on
+    StateStores"). Between queries of one session: a stopped query's stores stay loaded until
+    that thread unloads them, so queries in quick succession can fill a local driver's heap."""
     jvm = session.sparkContext._jvm
     if jvm is not None:
         jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
