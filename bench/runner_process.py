@@ -37,6 +37,8 @@ class Snapshot:
     """Records the worker's joins dropped as late, so far."""
     assignments: int
     """Assignments the worker received, so far."""
+    budgeted: int
+    """Bytes the memory budget counts in use: RocksDB's, the newest records', input buffers'."""
 
     @classmethod
     def parse(cls, line: dict[str, Any]) -> Snapshot:
@@ -50,6 +52,7 @@ class Snapshot:
             line["stall"],
             line["late"],
             line["assignments"],
+            line["budgeted"],
         )
 
 

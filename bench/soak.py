@@ -149,6 +149,14 @@ async def read_pairs(bootstrap: str, topic: str, partitions: int) -> tuple[Count
     return pairs, unclicked
 
 
+def sample(sizes: list[int], workers: list[RunnerProcess], behind: int) -> str:
+    """One RSS line: each worker's RSS beside what its memory budget counts in use (the rest is
+    the interpreter and what the budget does not cover, such as the Kafka clients' buffers)."""
+    rss = ", ".join(f"{size / MIB:.0f}" for size in sizes)
+    counted = ", ".join(f"{w.latest.budgeted / MIB:.0f}" if w.latest else "-" for w in workers)
+    return f"RSS MiB: {rss} (budget counts {counted}); {behind} records behind"
+
+
 def records_in(workers: list[RunnerProcess]) -> int:
     return sum(w.latest.records_in for w in workers if w.latest is not None)
 
@@ -196,11 +204,9 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
             max_lag = max(max_lag, 2 * traffic.sent - (records_in(workers) - in_before))
             if now >= next_sample:
                 rss.append((now - t0, [rss_bytes(pid) for pid in pids]))
-                sizes = ", ".join(f"{size / MIB:.0f}" for size in rss[-1][1])
                 behind = 2 * traffic.sent - (records_in(workers) - in_before)
                 print(
-                    f"[{mode}] {now - t0:6.0f} s  RSS MiB: {sizes}; {behind} records behind",
-                    flush=True,
+                    f"[{mode}] {now - t0:6.0f} s  {sample(rss[-1][1], workers, behind)}", flush=True
                 )
                 next_sample += args.sample_every
             await asyncio.sleep(0.5)

@@ -66,6 +66,7 @@ def status(worker: Worker) -> dict[str, Any]:
         "late": sum(c.late_dropped for c in joined),
         "unmatched": sum(c.unmatched for c in joined),
         "assignments": manager.rebalances,
+        "budgeted": worker.memory.usage().total + manager.buffered_bytes(),
     }
 
 
