@@ -50,21 +50,30 @@ def emit(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
-def status(worker: Worker) -> dict[str, Any]:
+def roles(worker: Worker) -> dict[str, list[str]]:
+    """The worker's tasks by role: a status line goes out whenever these change."""
     manager = worker.manager
-    assert manager is not None and worker.sink is not None
-    roles = manager.roles.roles()
-    joined = [counters for counters, _ in manager.counters().values()]
+    assert manager is not None
+    told = manager.roles.roles()
     return {
         "active": sorted(str(t) for t in manager.active),
         "running": sorted(str(t) for t, a in manager.active.items() if a.running is not None),
-        "warmup": sorted(str(t) for t in roles.warmup),
-        "standby": sorted(str(t) for t in roles.standby),
+        "warmup": sorted(str(t) for t in told.warmup),
+        "standby": sorted(str(t) for t in told.standby),
+    }
+
+
+def counts(worker: Worker) -> dict[str, Any]:
+    """The worker's figures so far, read only for a status line (the join counters and the
+    memory budget's usage take a pass over every task and store)."""
+    manager = worker.manager
+    assert manager is not None and worker.sink is not None
+    joined = [counters for counters, _ in manager.counters().values()]
+    return {
         "in": sum(manager.records_in.values()),
         "buffered": manager.buffered(),
         "out": sum(worker.sink.sent.values()),
         "late": sum(c.late_dropped for c in joined),
-        "unmatched": sum(c.unmatched for c in joined),
         "assignments": manager.rebalances,
         "budgeted": worker.memory.usage().total + manager.buffered_bytes(),
     }
@@ -74,17 +83,14 @@ async def report(worker: Worker, every_s: float) -> None:
     """A status line whenever the tasks or roles change, and every `every_s` seconds; "stall"
     is the longest the worker's event loop ran late since the previous line."""
     await worker.started.wait()
-    last: dict[str, Any] = {}
+    last: dict[str, list[str]] = {}
     next_periodic = 0.0
     stall = 0.0
     while True:
-        now = status(worker)
+        now = roles(worker)
         stall = max(stall, worker.loop_monitor.reset_max())
-        roles = {k: v for k, v in now.items() if isinstance(v, list)}
-        if roles != {k: v for k, v in last.items() if isinstance(v, list)} or (
-            time.monotonic() >= next_periodic
-        ):
-            emit("status", stall=round(stall, 3), **now)
+        if now != last or time.monotonic() >= next_periodic:
+            emit("status", stall=round(stall, 3), **now, **counts(worker))
             last, stall = now, 0.0
             next_periodic = time.monotonic() + every_s
         await asyncio.sleep(0.05)
