@@ -366,14 +366,14 @@ def report(runs: dict[str, list[Outcome]]) -> None:
     )
     medians: dict[str, Outcome] = {}
     for name, outcomes in runs.items():
-        by_rate = sorted(outcomes, key=lambda o: o.rate)
         median = medians[name] = median_round(outcomes)
         cpu = (
-            f"{median.cpu_seconds / median.records * 1e6:12.1f}"
+            f"{cpu_per_record(median) * 1e6:12.1f}"
             if median.cpu_seconds is not None
             else f"{'-':>12}"
         )
-        spread = f"{by_rate[0].rate:,.0f}-{by_rate[-1].rate:,.0f}"
+        rates = [o.rate for o in outcomes]
+        spread = f"{min(rates):,.0f}-{max(rates):,.0f}"
         print(f"{name:<12}{len(outcomes):>7}{median.rate:>11,.0f}{spread:>17}{cpu}{median.out:>9}")
     worker = medians["worker"]
     if worker.longest_stall is not None:
