@@ -23,6 +23,7 @@ import ctypes.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Protocol
 
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager
@@ -76,10 +77,6 @@ _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _WORTH_FLUSHING = 64 * 1024
 """Memtables smaller than this are not flushed to relieve the write buffers: an empty one
 holds its arena's first block already, and flushing it would free nothing."""
-
-
-def _size(entry: tuple[int, MemtableHolder]) -> int:
-    return entry[0]
 
 
 _M_MMAP_THRESHOLD = -3
@@ -226,7 +223,9 @@ class MemoryBudget:
         if usage <= self.write_buffer_bytes:
             return 0
         floor = self.write_buffer_bytes * 3 // 4
-        sized = sorted(((s.write_buffer_bytes(), s) for s in tuple(self._stores)), key=_size)
+        sized = sorted(
+            ((s.write_buffer_bytes(), s) for s in tuple(self._stores)), key=itemgetter(0)
+        )
         flushed = 0
         while sized and usage > floor:
             size, store = sized.pop()
