@@ -68,15 +68,16 @@ def unship(options: Any) -> KafkaSecurity:
 
 
 def _written(content: str) -> str:
-    """`content` in a file only this user can read, named by its hash (written once)."""
+    """`content` in a file only this user can read, named by its hash (written once). Spark's
+    tasks in one process may write it at the same moment: each writes a temporary file of its
+    own (mkstemp's, mode 0600) and renames it into place."""
     directory = Path(tempfile.gettempdir()) / f"streamjoin-tls-{os.getuid()}"
     directory.mkdir(mode=0o700, exist_ok=True)
     if directory.stat().st_uid != os.getuid():
         raise ConfigurationError(f"{directory} belongs to another user; remove it")
     path = directory / hashlib.sha256(content.encode()).hexdigest()[:32]
     if not path.exists():
-        partial = path.with_suffix(".partial")
-        partial.touch(mode=0o600)
-        partial.write_text(content)
-        partial.replace(path)
+        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False) as partial:
+            partial.write(content)
+        os.replace(partial.name, path)
     return str(path)

@@ -5,6 +5,9 @@ shipped to Spark's workers."""
 from __future__ import annotations
 
 import ssl
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -181,3 +184,22 @@ def test_a_certificate_for_another_host_names_the_hostname_check() -> None:
     assert "--ssl-no-check-hostname" in line
     unchecked = KafkaSecurity("SSL", ssl_check_hostname=False).client_kwargs()["ssl_context"]
     assert not unchecked.check_hostname and unchecked.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_spark_tasks_unshipping_at_once_all_get_the_file(tmp_path: Path) -> None:
+    """Spark's tasks in one process unship the same settings at the same moment: each writes
+    the TLS file into place without tripping over the others (a shared temporary name made
+    one task's rename fail)."""
+    ca = tmp_path / "ca.pem"
+    ca.write_text(f"-----BEGIN CERTIFICATE-----\n{uuid.uuid4().hex}\n")  # a file not yet written
+    options = ship(KafkaSecurity("SSL", ssl_cafile=str(ca)))
+    start = threading.Barrier(16)
+
+    def unship_together(_: int) -> str:
+        start.wait()
+        return str(unship(options).ssl_cafile)
+
+    with ThreadPoolExecutor(16) as pool:
+        paths = set(pool.map(unship_together, range(16)))
+    assert len(paths) == 1
+    assert Path(paths.pop()).read_text() == ca.read_text()
