@@ -32,8 +32,13 @@ kafka-jars: $(STAMP)
 spark-kafka-jars: $(STAMP)
 	@$(BIN)/python -c 'from streamjoin.spark.connector import main; main()'
 
+# Two pytest-xdist workers (CI has 2 cores): while one waits on brokers, workers and rebalances,
+# the other computes. Each takes a whole module at a time, the slow modules first (tests/conftest.py).
+# `make test PYTEST_WORKERS=0` runs the suite in one process.
+PYTEST_WORKERS ?= 2
+
 test: $(STAMP) kafka-jars spark-kafka-jars
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
