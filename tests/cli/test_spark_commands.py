@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from streamjoin.cli import app
-from streamjoin.cli.spark_support import reported
+from streamjoin.cli.spark.support import reported
 
 runner = CliRunner()
 
@@ -40,7 +40,7 @@ def test_without_pyspark_the_commands_say_how_to_install_it(
 def test_without_java_the_commands_say_so(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("streamjoin.cli.spark_support.java_missing", lambda: "Spark needs Java 17")
+    monkeypatch.setattr("streamjoin.cli.spark.support.java_missing", lambda: "Spark needs Java 17")
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert "Spark needs Java 17" in result.output

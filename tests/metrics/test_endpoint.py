@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamjoin.broker.base import free_port
 from streamjoin.metrics import MetricsRegistry, MetricsServer
-from streamjoin.runtime.supervisor import Supervisor
+from streamjoin.runtime.process.supervisor import Supervisor
 
 _LISTEN = "0A"
 """A listening socket's state in /proc/net/tcp."""
