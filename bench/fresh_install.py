@@ -162,7 +162,7 @@ def quick_start(venv: Path, work: Path) -> None:
             run(command)
         joined = run(consume.replace("--max 2", "--max 2 --timeout 120")).splitlines()
         said = [
-            line.split(" - ")[-1]
+            line.split(": ", 1)[-1]  # after the logger's name
             for line in (work / "worker.log").read_text().splitlines()
             if "per-record path" in line
         ]
