@@ -8,9 +8,9 @@ way to do:
 - a consumer's fetch position without awaiting `position()` (a coroutine): group/feed.py counts
   lag from it, in synchronous code (metrics, progress lines), past transaction markers.
 
-They hold for aiokafka 0.12, 0.13 and 0.14 (the releases pyproject allows; the same attributes
-in all three): tests/kafka/test_aiokafka_internals.py checks them against a broker, and the
-position against aiokafka's public `position()`, so a release that changes them fails there.
+They hold for aiokafka 0.13 and 0.14, the releases pyproject allows (tests/kafka/
+test_aiokafka_internals.py passes on both): it checks them against a broker, and the position
+against aiokafka's public `position()`, so a release that changes them fails there.
 """
 
 from __future__ import annotations
