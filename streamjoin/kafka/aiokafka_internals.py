@@ -62,7 +62,7 @@ def fetch_position(consumer: aiokafka.AIOKafkaConsumer, tp: TopicPartition) -> i
     assignment = subscription.assignment
     if assignment is None:
         return None
-    state = assignment.state_value(aiokafka.TopicPartition(tp.topic, tp.partition))
+    state = assignment.state_value(tp)
     if state is None or not state.has_valid_position:
         return None
     position: int = state.position

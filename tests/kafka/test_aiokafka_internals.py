@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from importlib.metadata import version
 
-import aiokafka
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
@@ -48,11 +47,11 @@ async def test_the_fetch_position_is_what_aiokafka_answers(broker: Broker, uniqu
     try:
         tp = TopicPartition(topic, 0)
         assert fetch_position(consumer, tp) is None, AIOKAFKA  # nothing assigned
-        consumer.assign([aiokafka.TopicPartition(topic, 0)])
-        consumer.seek(aiokafka.TopicPartition(topic, 0), 2)
+        consumer.assign([tp])
+        consumer.seek(tp, 2)
         assert fetch_position(consumer, tp) == 2, AIOKAFKA
         await asyncio.wait_for(consumer.getmany(timeout_ms=10_000), 60)
-        public = await consumer.position(aiokafka.TopicPartition(topic, 0))
+        public = await consumer.position(tp)
         assert public > 2 and fetch_position(consumer, tp) == public, AIOKAFKA
         assert fetch_position(consumer, TopicPartition(topic, 7)) is None, AIOKAFKA
     finally:
@@ -61,6 +60,7 @@ async def test_the_fetch_position_is_what_aiokafka_answers(broker: Broker, uniqu
 
 async def test_a_producers_transaction_ids_are_the_live_ones(broker: Broker, unique: str) -> None:
     topic = f"txn-{unique}"
+    tp = TopicPartition(topic, 0)
     await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
 
     def transactional() -> AIOKafkaProducer:
@@ -80,9 +80,7 @@ async def test_a_producers_transaction_ids_are_the_live_ones(broker: Broker, uni
         await second.begin_transaction()
         group = f"g-{unique}"
         member = MemberIdentity(group, -1, "")  # a group without members: no generation
-        await send_offsets_to_transaction(
-            second, {TopicPartition(topic, 0): 3}, member, within_s=60
-        )
+        await send_offsets_to_transaction(second, {tp: 3}, member, within_s=60)
         await second.commit_transaction()
     finally:
         await second.stop()
@@ -91,7 +89,7 @@ async def test_a_producers_transaction_ids_are_the_live_ones(broker: Broker, uni
     await reader.start()
     try:  # the commit's markers are written after it returns: poll
         for _ in range(300):
-            committed = await reader.committed(aiokafka.TopicPartition(topic, 0))
+            committed = await reader.committed(tp)
             if committed is not None:
                 break
             await asyncio.sleep(0.1)
