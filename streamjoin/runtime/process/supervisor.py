@@ -203,6 +203,7 @@ class Supervisor:
     async def _run_child(self, child: _Child) -> int:
         supervised = SupervisedChild(os.getpid(), child.index)
         env = {**os.environ, SUPERVISED_ENV: supervised.encode()}
+        env.pop(MULTIPROC_ENV, None)  # another program's, or ours when serving metrics
         if self._metrics_dir is not None:
             env[MULTIPROC_ENV] = str(self._metrics_dir)
         args = list(self.command)
