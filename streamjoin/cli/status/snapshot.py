@@ -193,9 +193,7 @@ def _role(
     return entry
 
 
-def _rebalances(
-    rows: Sequence[Mapping[str, Any]], live: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+def _rebalances(rows: Sequence[Mapping[str, Any]], live: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every worker's history of one generation together: the reasons any of them knows (a
     bare "group" only when none knows more), the moves each saw, the longest time taken."""
     merged: dict[int, dict[str, Any]] = {}

@@ -60,7 +60,9 @@ def check_port(option: str, port: int, host: str = "0.0.0.0") -> None:
             raise ConfigurationError(f"{host_option} {host}: {reason}") from None
 
 
-def check_advertised_metrics_url(url: str | None, metrics_port: int | None, supervised: bool) -> None:
+def check_advertised_metrics_url(
+    url: str | None, metrics_port: int | None, supervised: bool
+) -> None:
     """A URL, and one that something serves: this worker's endpoint, or (a process of
     `--processes`) its supervisor's."""
     if url is None:

@@ -2,9 +2,10 @@
 
 Parses N, and builds the children's command line from the options the user gave (as the
 command's parser read them, so every option of `worker` passes through, however it was
-spelled), minus those the supervisor handles itself: `--processes`, `--metrics-port` and
-`--metrics-host`, `--advertised-metrics-url` (one endpoint for the host), `--create-topics` (done once, before the children
-start) and `--instance-id` (each child gets `<id>-<index>`: static members must differ).
+spelled), minus those the supervisor handles itself: `--processes`, `--metrics-port`,
+`--metrics-host` and `--advertised-metrics-url` (one endpoint for the host, whose URL every
+child advertises), `--create-topics` (done once, before the children start) and `--instance-id`
+(each child gets `<id>-<index>`: static members must differ).
 """
 
 from __future__ import annotations

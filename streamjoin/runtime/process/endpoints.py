@@ -17,7 +17,11 @@ from streamjoin.metrics.server import StatusSource
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import register_memory_metrics
-from streamjoin.runtime.process.metrics import RestoreTracker, register_worker_metrics
+from streamjoin.runtime.process.metrics import (
+    RestoreTracker,
+    register_rebalance_metrics,
+    register_worker_metrics,
+)
 from streamjoin.runtime.process.options import WorkerOptions
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.tasks.manager import TaskManager
@@ -80,11 +84,14 @@ def register_metrics(
 
 
 async def serve_metrics(
-    metrics: MetricsRegistry, options: WorkerOptions, status: StatusSource
+    metrics: MetricsRegistry, options: WorkerOptions, status: StatusSource, roles: WorkerRoles
 ) -> MetricsServer | None:
-    """The Prometheus endpoint, with the worker's live status, when asked for."""
+    """The Prometheus endpoint with the worker's live status, when asked for; `roles` advertise
+    where the status is (or where `--advertised-metrics-url` says: a supervisor's endpoint)."""
+    roles.status_url = options.advertised_metrics_url
     if options.metrics_port is None:
         return None
     server = MetricsServer(metrics, options.metrics_port, options.metrics_host, status)
     await server.start()
+    roles.status_url = roles.status_url or server.url
     return server

@@ -65,7 +65,9 @@ class _Rate:
 
     def update(self, count: int, seconds: float) -> None:
         now = max(0, count - self.last) / seconds if count >= self.last else 0.0
-        self.per_s = now if self.per_s is None else _RATE_WEIGHT * now + (1 - _RATE_WEIGHT) * self.per_s
+        self.per_s = (
+            now if self.per_s is None else _RATE_WEIGHT * now + (1 - _RATE_WEIGHT) * self.per_s
+        )
         self.last = count
 
 
@@ -168,7 +170,8 @@ class WorkerStatus:
         members = active.running.members if active.running is not None else ()
         figures |= {
             "input_lag": sum(lag or 0 for tp in active.inputs if (lag := self._lag(tp))),
-            "records_per_s": None if processed is None or processed.per_s is None
+            "records_per_s": None
+            if processed is None or processed.per_s is None
             else round(processed.per_s, 1),
             "late_records": sum(
                 m.processor.counters.late_dropped for m in members if isinstance(m, JoinTask)
@@ -185,7 +188,7 @@ class WorkerStatus:
     ) -> float | None:
         """Seconds until a learner (or warm-up, or restoring active) is caught up: 0 once it is,
         None while its rate is unknown or nothing restores."""
-        if running or lag is None or role == "standby" and task not in self._roles.roles().warmup:
+        if running or lag is None or (role == "standby" and task not in self._roles.roles().warmup):
             return None
         acceptable = self._settings.acceptable_recovery_lag if role != "active" else 0
         behind = max(0, lag - acceptable)

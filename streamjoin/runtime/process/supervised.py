@@ -79,4 +79,3 @@ class SupervisedChild:
                 break
         logger.warning("the supervisor (pid %d) is gone: stopping", self.parent_pid)
         worker.stop()
-

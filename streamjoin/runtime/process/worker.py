@@ -226,14 +226,13 @@ class Worker:
             commit=self._commit_held if self.exactly_once else self._commit,
             transaction=self.transaction if self.exactly_once else None,
         )
-        recorder = RebalanceRecorder(manager, roles)
         consumer = worker_consumer(
             topology.input_topics(),
             self.kafka,
             self.app,
             self.options,
             assignor=roles.assignor,
-            listener=recorder,
+            listener=(recorder := RebalanceRecorder(manager, roles)),
             isolation_level=self.isolation_level,
         )
         manager.fetch = consumer
@@ -261,8 +260,7 @@ class Worker:
             rebalances=recorder,
         )
         options = self.options
-        server = await serve_metrics(self.metrics, options, self.status.document)
-        roles.status_url = options.advertised_metrics_url or (server and server.url)
+        server = await serve_metrics(self.metrics, options, self.status.document, roles)
         context = WorkerContext(topology, state, roles, self.metrics, self.global_tables)
         for service in self.services:
             await service.start(context)
@@ -270,8 +268,10 @@ class Worker:
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
         watching = asyncio.create_task(self.status.run(), name="status")
-        catch_up = self.options.followup_on_catch_up
-        followups = asyncio.create_task(self.followup.run(catch_up=catch_up), name="follow-up")
+        followups = asyncio.create_task(
+            self.followup.run(catch_up=self.options.followup_on_catch_up),
+            name="follow-up trigger",
+        )
         failed = False
         try:
             await until_failed(self._loop(), watch.run())

@@ -123,6 +123,8 @@ class RebalanceRecorder(RebalanceListener):
         self.handoff_pause_s = 0.0
         """Sum of the pauses measured (the metrics' mean pause: sum over count)."""
         self._asked: set[RebalanceReason] = set()
+        self._revoked = False
+        """Partitions were revoked in this rebalance: the member asks for a follow-up at once."""
         self._before: dict[TaskId, str] = {}
         self._member_id = ""
         self._was_leader = False
@@ -142,8 +144,7 @@ class RebalanceRecorder(RebalanceListener):
 
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         await self.manager.on_revoked(partitions)
-        if partitions:
-            self._asked.add(RebalanceReason.FOLLOW_UP)  # the member rejoins at once
+        self._revoked = self._revoked or bool(partitions)
 
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         await self.manager.on_lost(partitions)
@@ -157,14 +158,15 @@ class RebalanceRecorder(RebalanceListener):
             return
         now = self._clock()
         reasons = self._reasons(member)
-        self._asked = set()
+        self._asked = {RebalanceReason.FOLLOW_UP} if self._revoked else set()
+        self._revoked = False
         entry = Rebalance(member.generation, int(now * 1000), reasons)
         entry.took_s = max(0.0, now - member.rebalance_started_at)
         after = _role_of(self.roles.roles())
         for task in sorted(self._before.keys() | after.keys(), key=str):
             change = (self._before.get(task), after.get(task))
             if change[0] != change[1]:
-                entry.moved[str(task)] = change
+                entry.moved[self._named(task)] = change
             if change[1] == "active" and change[0] != "active" and self.joined_at_ms is not None:
                 # Partitions here at once: the task had no owner left when this rebalance began.
                 since = member.rebalance_started_at if task in self.manager.active else now
@@ -196,6 +198,10 @@ class RebalanceRecorder(RebalanceListener):
         self._was_leader = member.is_leader
         return reasons or {RebalanceReason.GROUP}
 
+    def _named(self, task: TaskId) -> str:
+        """The task as the group's metadata names it ("0_3")."""
+        return str(self.roles.topology.to_assignment(task))
+
     def check_pauses(self) -> None:
         """Measure the pause of each waiting task that has processed a record by now."""
         if not self._waiting:
@@ -206,7 +212,7 @@ class RebalanceRecorder(RebalanceListener):
             running = active.running if active is not None else None
             if running is not None and running.positions():
                 pause = now - waiting.since
-                waiting.entry.pauses_s[str(task)] = pause
+                waiting.entry.pauses_s[self._named(task)] = pause
                 self.handoffs += 1
                 self.handoff_pause_s += pause
                 del self._waiting[task]
