@@ -38,6 +38,7 @@ from streamjoin.state.reader import ReaderConfig
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
+DASHBOARD = Path(__file__).resolve().parents[3] / "grafana" / "streamjoin.json"
 PARTITIONS = 3
 STATE_RECORDS = 10_000
 """Impressions per partition before the third worker joins: its learner's restore."""
@@ -147,6 +148,7 @@ async def test_status_shows_a_learner_warming_up_the_follow_up_and_the_hand_off(
             # The check the catch-up trigger makes: the learner caught up, so it asks.
             third.worker.followup.check(time.monotonic(), time.time() * 1000)
             await handed_over(third, app.app_id, bs, learning, old, new)
+            await dashboard_metrics_exist(ports[2])
         finally:
             shown = await view.stop()
     print(shown[shown.rfind("group learn-") :])
@@ -253,6 +255,27 @@ async def handed_over(
     followups = [r for r in after["rebalances"] if "follow-up" in r["reasons"]]
     assert len(followups) >= 2, after["rebalances"]  # the learner's, then the revoking one's
     assert "group" not in [reason for r in followups for reason in r["reasons"]]
+
+
+async def dashboard_metrics_exist(port: int) -> None:
+    """Every metric the Grafana dashboard names is served by a real worker (one that has had a
+    hand-off: every family is there, most with samples)."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    named = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"\bstreamjoin_\w+", target["expr"])
+    }
+    assert len(named) >= 15, named
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
+        scraped = await response.text()
+    served = set(re.findall(r"^(?:# (?:HELP|TYPE) )?(streamjoin_\w+)", scraped, re.MULTILINE))
+    assert named <= served, f"named by the dashboard, not served: {sorted(named - served)}"
+    assert re.search(r"^streamjoin_handoffs_total 1\.0$", scraped, re.MULTILINE), scraped
 
 
 def _processed(*running: harness.Running) -> bool:

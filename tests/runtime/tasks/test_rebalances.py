@@ -121,7 +121,7 @@ async def test_a_first_join_then_a_learner_then_its_follow_up_and_the_pause() ->
     # The follow-up trigger asks; the next assignment makes B active, its partitions held back.
     trigger = FollowupTrigger(
         roles,  # type: ignore[arg-type]
-        type("State", (), {"task": lambda self, name: None})(),  # type: ignore[arg-type]
+        type("State", (), {"task": lambda self, name: None})(),
         acceptable_recovery_lag=0,
         stable=lambda: True,
         generation=lambda: member.generation,
