@@ -146,15 +146,16 @@ def _rebalances(snapshot: Mapping[str, Any]) -> Table:
 
 
 def _moves(moves: Sequence[Mapping[str, Any]]) -> str:
-    """Per task: the active's move (from -> to, and how long its output paused), then the
-    standbys and learners that came (+) or went (-)."""
+    """Per task: the active's move (from -> to, and how long its output paused; ? when no
+    worker that answered gave it up: a first start, or a worker gone), then the standbys and
+    learners that came (+) or went (-)."""
     lines = []
     for task in dict.fromkeys(m["task"] for m in moves):
         mine = [m for m in moves if m["task"] == task]
         gone = [m["worker"] for m in mine if m["from"] == "active" and m["to"] != "active"]
         came = [m for m in mine if m["to"] == "active" and m["from"] != "active"]
         if gone or came:
-            line = f"{task} active {'/'.join(gone) or 'none'} -> "
+            line = f"{task} active {'/'.join(gone) or '?'} -> "
             line += "/".join(m["worker"] for m in came) or "none"
             pauses = [m["pause_s"] for m in came if m["pause_s"] is not None]
             lines.append(line + (f" (output paused {_duration(max(pauses))})" if pauses else ""))

@@ -42,6 +42,7 @@ __all__ = ("GroupMember", "decode_members", "group_snapshot")
 
 REBALANCES_SHOWN = 8
 _ROLE_KEYS = {"active": "active", "standby": "standbys", "learner": "learners"}
+_NO_METADATA = "no metadata"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ def decode_members(described: GroupDescription) -> list[GroupMember]:
     members = []
     for member_id, client_id, host, metadata, assignment in described.members:
         if not metadata:
-            members.append(GroupMember(member_id, client_id, host, error="no metadata"))
+            members.append(GroupMember(member_id, client_id, host, error=_NO_METADATA))
             continue
         try:
             info = decode_subscription_info(decode_subscription(metadata).user_data)
@@ -106,7 +107,8 @@ def group_snapshot(
     return {
         "group": group,
         "state": described.state,
-        "protocol": described.protocol,
+        "protocol": described.protocol
+        or next((m["assignor"] for m in live.values() if m.get("assignor")), None),
         "rebalance_protocol": min(protocols) if len(protocols) == 1 else None,
         "generation": max(generations, default=None),
         "leader": leader,
@@ -144,9 +146,9 @@ def _member_row(
         else:  # the broker described no assignment: the worker's own word
             row[role] = [t for t, f in live.get("tasks", {}).items() if f.get("role") == role]
     if info is None and live:
-        row["process_id"] = live.get("process_id")
+        row["process_id"], row["capacity"] = live.get("process_id"), live.get("capacity")
         row["worker"] = worker_label(row["process_id"], live.get("index"), 1)
-    if member.error:
+    if member.error and member.error != _NO_METADATA:
         row["error"] = member.error
     return row
 
@@ -250,6 +252,10 @@ def _unanswered(
         else:
             reason = "its endpoint did not list this member"
         missing.setdefault(row["worker"], {"worker": row["worker"], "url": url, "reason": reason})
+    known = {m.info.status_url for m in members if m.info is not None}
+    for url, answer in sorted(answers.items()):
+        if isinstance(answer, str) and url not in known:  # a --worker URL
+            missing.setdefault(url, {"worker": "?", "url": url, "reason": answer})
     return list(missing.values())
 
 
@@ -259,11 +265,12 @@ def _notes(group: str, described: GroupDescription, members: Sequence[GroupMembe
         notes.append(f"group {group!r} has no members (state {described.state})")
     elif described.protocol_type != "consumer":
         notes.append(f"group {group!r} is not a consumer group ({described.protocol_type!r})")
-    if any(m.error == "no metadata" for m in members):
+    if any(m.error == _NO_METADATA for m in members):
         notes.append(
             "the broker described the members without their subscriptions and assignments "
-            "(as the embedded broker does): roles come from the workers that answered"
+            "(as the embedded broker does): roles come from the workers that answered, and "
+            "only those named with --worker URL can"
         )
     if described.state != "Stable" and members:
-        notes.append(f"the group is rebalancing ({described.state}): assignments may be old")
+        notes.append(f"the group is {described.state}, not Stable: assignments may be changing")
     return notes

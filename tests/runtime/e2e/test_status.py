@@ -1,6 +1,7 @@
 """`streamjoin status` end to end on Apache Kafka: two workers, then a third whose learner warms
 up, the follow-up rebalance, the task active on the new worker; the live terminal view of the
-same run; and a group whose endpoint does not answer.
+same run; and a group whose endpoint does not answer. The `status` commands are the README's
+("Watching the group"), with the test's group, broker and app put in.
 
 The workers run in this event loop (harness.py) so the test can hold the new worker's
 follow-up until it has looked (the worker's catch-up trigger off: the test makes the very
@@ -38,27 +39,43 @@ from streamjoin.state.reader import ReaderConfig
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-DASHBOARD = Path(__file__).resolve().parents[3] / "grafana" / "streamjoin.json"
+ROOT = Path(__file__).resolve().parents[3]
+DASHBOARD = ROOT / "grafana" / "streamjoin.json"
 PARTITIONS = 3
 STATE_RECORDS = 10_000
 """Impressions per partition before the third worker joins: its learner's restore."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
-def status_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def readme_status(option: str, group: str, bootstrap: str) -> list[str]:
+    """The README's `streamjoin status` command with `option` ("": the one with no option but
+    --bootstrap), its group, broker and app replaced with the test's."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Watching the group")
+    commands = [
+        line.split()[2:]
+        for line in text[start : text.index("\n## ", start)].splitlines()
+        if line.startswith("streamjoin status ")
+    ]
+    [args] = [c for c in commands if (option in c if option else len(c) == 3)]
+    app = ["learn_app:joins", "--app-dir", str(Path(__file__).resolve().parent)]
+    swap = {"kafka:9092": [bootstrap], "ads": [group], "app:joins": app}
+    return [word for arg in args for word in swap.get(arg, [arg])]
+
+
+def status_cli(*args: str, suffix: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "streamjoin", "status", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, "STREAMJOIN_TEST_SUFFIX": suffix},
     )
 
 
 async def status_json(group: str, bootstrap: str) -> dict[str, Any]:
-    done = await asyncio.to_thread(
-        status_cli, "--group", group, "-b", bootstrap, "--format", "json"
-    )
+    done = await asyncio.to_thread(status_cli, *readme_status("json", group, bootstrap))
     assert done.returncode == 0, done.stderr
     snapshot: dict[str, Any] = json.loads(done.stdout)
     return snapshot
@@ -67,12 +84,13 @@ async def status_json(group: str, bootstrap: str) -> dict[str, Any]:
 class TerminalView:
     """`streamjoin status` live, on a pseudo-terminal 200 columns wide, its output kept."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, suffix: str) -> None:
         master, slave = pty.openpty()
         os.set_blocking(master, False)
         self._master = master
         self.output = bytearray()
         env = {**os.environ, "COLUMNS": "200", "LINES": "80", "TERM": "xterm-256color"}
+        env["STREAMJOIN_TEST_SUFFIX"] = suffix
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streamjoin", "status", *args],
             stdin=slave,
@@ -131,7 +149,9 @@ async def test_status_shows_a_learner_warming_up_the_follow_up_and_the_hand_off(
     )
     async with harness.workers(first, second, third):
         await two_workers_with_state(first, second, app.app_id, unique)
-        view = TerminalView("--group", app.app_id, "-b", bs, "--interval", "0.5")
+        live = readme_status("", app.app_id, bs)
+        assert live[0] == "learn_app:joins"  # the app's form: its app id is the group
+        view = TerminalView(*live, "--interval", "0.5", suffix=unique)
         try:
             # The new worker restores in fetches of a few hundred records.
             monkeypatch.setattr(
@@ -158,9 +178,8 @@ async def test_status_shows_a_learner_warming_up_the_follow_up_and_the_hand_off(
     assert "did not answer" not in shown
 
     # The silent group: the assignment from the group itself, and who did not answer.
-    done = await asyncio.to_thread(
-        status_cli, "--group", f"learn-{silent.suffix}", "-b", bs, "--once"
-    )
+    once = readme_status("--once", f"learn-{silent.suffix}", bs)
+    done = await asyncio.to_thread(status_cli, *once)
     silent.stop_all()
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
