@@ -64,7 +64,7 @@ class _Rate:
         self.per_s: float | None = None
 
     def update(self, count: int, seconds: float) -> None:
-        now = max(0, count - self.last) / seconds if count >= self.last else 0.0
+        now = (count - self.last) / seconds if count >= self.last else 0.0  # started over
         self.per_s = (
             now if self.per_s is None else _RATE_WEIGHT * now + (1 - _RATE_WEIGHT) * self.per_s
         )
@@ -148,28 +148,30 @@ class WorkerStatus:
         named += [(t, "standby") for t in roles.standby] + [(t, "learner") for t in roles.learner]
         for task, role in named:
             key = str(topology.to_assignment(task))
-            found[key] = {"name": str(task), "role": role, "warmup": task in roles.warmup}
-            found[key].update(self._figures(task, role))
+            warmup = task in roles.warmup
+            found[key] = {"name": str(task), "role": role, "warmup": warmup}
+            found[key].update(self._figures(task, role, warmup))
         return dict(sorted(found.items()))
 
-    def _figures(self, task: TaskId, role: str) -> dict[str, Any]:
+    def _figures(self, task: TaskId, role: str, warmup: bool) -> dict[str, Any]:
         active = self._manager.active.get(task)
+        running = active is not None and active.running is not None
         kept = self._state.task(str(task))
         lag = kept.lag() if kept is not None else None
         restore = self._restored.get(str(task))
-        rate = None if restore is None else restore.per_s
+        rate = None if restore is None or running else restore.per_s
         figures: dict[str, Any] = {
-            "state": _state_of(role, active is not None, active is not None and active.running),
+            "state": _state_of(role, owned=active is not None, running=running),
             "changelog_lag": lag,
             "restore_rate": None if rate is None else round(rate, 1),
-            "eta_s": self._eta(task, role, lag, rate, running=bool(active and active.running)),
+            "eta_s": None if running else self._eta(role, warmup, lag, rate),
         }
         if active is None:
             return figures
         processed = self._processed.get(task)
         members = active.running.members if active.running is not None else ()
         figures |= {
-            "input_lag": sum(lag or 0 for tp in active.inputs if (lag := self._lag(tp))),
+            "input_lag": sum(self._lag(tp) or 0 for tp in active.inputs),
             "records_per_s": None
             if processed is None or processed.per_s is None
             else round(processed.per_s, 1),
@@ -183,12 +185,10 @@ class WorkerStatus:
     def _lag(self, tp: TopicPartition) -> int | None:
         return self._consumer.lag(tp) if tp in self._consumer.assignment() else None
 
-    def _eta(
-        self, task: TaskId, role: str, lag: int | None, rate: float | None, *, running: bool
-    ) -> float | None:
+    def _eta(self, role: str, warmup: bool, lag: int | None, rate: float | None) -> float | None:
         """Seconds until a learner (or warm-up, or restoring active) is caught up: 0 once it is,
-        None while its rate is unknown or nothing restores."""
-        if running or lag is None or (role == "standby" and task not in self._roles.roles().warmup):
+        None while its rate is unknown, and for a standby kept for fail-over only."""
+        if lag is None or (role == "standby" and not warmup):
             return None
         acceptable = self._settings.acceptable_recovery_lag if role != "active" else 0
         behind = max(0, lag - acceptable)
@@ -204,7 +204,7 @@ def input_lags(consumer: CooperativeConsumer) -> list[tuple[TopicPartition, int]
     ]
 
 
-def _state_of(role: str, owned: bool, running: object) -> str:
+def _state_of(role: str, *, owned: bool, running: bool) -> str:
     if role != "active":
         return "tailing"
     if not owned:
