@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import sys
 import tempfile
@@ -68,6 +69,11 @@ async def produce_paced(
     return sent, produced_at
 
 
+def _lower_priority() -> None:
+    """An observer yields the CPU to the workers it watches (the demo's run time stays)."""
+    os.nice(10)
+
+
 class StatusSteps:
     """`streamjoin status --once` at each step of the demo, as a user would type it; each runs
     beside the demo (it never holds the timeline up) and prints its view whole once done."""
@@ -91,6 +97,7 @@ class StatusSteps:
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_lower_priority,
         )
         output, _ = await process.communicate()
         console.print(f"{at:5.1f} s  {step}: $ streamjoin {' '.join(args)}", markup=False)

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aiokafka.admin import AIOKafkaAdminClient
+
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import partition_counts
 
-__all__ = ("GroupDescription", "Member", "describe_group")
+__all__ = ("GroupDescription", "Member", "describe_group", "describe_group_with")
 
 _NO_ERROR = 0
 
@@ -34,8 +36,13 @@ class GroupDescription:
 async def describe_group(group: str, bootstrap: KafkaTarget) -> GroupDescription:
     """The group as the broker sees it now, and the cluster's partition counts."""
     async with open_admin(bootstrap) as admin:
-        responses = await admin.describe_consumer_groups([group])
-        topics = await partition_counts(admin)
+        return await describe_group_with(admin, group)
+
+
+async def describe_group_with(admin: AIOKafkaAdminClient, group: str) -> GroupDescription:
+    """The same through an admin client already open (one kept across refreshes)."""
+    responses = await admin.describe_consumer_groups([group])
+    topics = await partition_counts(admin)
     error_code, _, state, protocol_type, protocol, members = responses[0].groups[0][:6]
     if error_code != _NO_ERROR:
         raise ConfigurationError(

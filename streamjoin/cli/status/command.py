@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -29,8 +30,9 @@ from streamjoin.cli.status.render import render
 from streamjoin.cli.status.snapshot import decode_members, group_snapshot
 from streamjoin.dsl.loading import load_app
 from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.kafka.groups import describe_group
+from streamjoin.kafka.groups import GroupDescription, describe_group, describe_group_with
 
 __all__ = ("register", "take_snapshot")
 
@@ -43,11 +45,14 @@ class Format(enum.StrEnum):
 
 
 async def take_snapshot(
-    group: str, kafka: KafkaConnection, workers: Sequence[str] = ()
+    group: str,
+    kafka: KafkaConnection,
+    workers: Sequence[str] = (),
+    described: GroupDescription | None = None,
 ) -> dict[str, Any]:
-    """The group now: its metadata, and the /status of every worker it advertises (and of
-    `workers`, URLs given on the command line)."""
-    described = await describe_group(group, kafka)
+    """The group now: its metadata (`described`: already read), and the /status of every
+    worker it advertises (and of `workers`, URLs given on the command line)."""
+    described = described or await describe_group(group, kafka)
     members = decode_members(described)
     urls = {m.info.status_url for m in members if m.info is not None and m.info.status_url}
     answers = await fetch_statuses(urls | set(workers))
@@ -149,14 +154,18 @@ def _connection(
 async def _live(
     console: Console, group: str, kafka: KafkaConnection, workers: list[str], interval: float
 ) -> None:
-    """Refresh until Ctrl-C; a snapshot that fails keeps the last one on screen with why."""
-    with Live(console=console, auto_refresh=False, screen=False) as live:
-        while True:
-            try:
-                live.update(render(await take_snapshot(group, kafka, workers)), refresh=True)
-            except StreamJoinError as exc:
-                console.print(f"[red]{escape(str(exc))}[/]; trying again")
-            await asyncio.sleep(interval)
+    """Refresh until Ctrl-C, through one admin client; a snapshot that fails keeps the last
+    one on screen and says why."""
+    async with open_admin(kafka) as admin:
+        with Live(console=console, auto_refresh=False, screen=False) as live:
+            while True:
+                try:
+                    described = await describe_group_with(admin, group)
+                    shown = await take_snapshot(group, kafka, workers, described)
+                    live.update(render(shown), refresh=True)
+                except (StreamJoinError, KafkaError, OSError) as exc:
+                    console.print(f"[red]{escape(str(exc) or type(exc).__name__)}[/]; trying again")
+                await asyncio.sleep(interval)
 
 
 def register(app: typer.Typer) -> None:
