@@ -1,8 +1,13 @@
 """`streamjoin consume TOPIC`: print a topic's records with their key, partition, offset,
-timestamp and headers (no consumer group: it reads every partition, commits nothing)."""
+timestamp and headers (no consumer group: it reads every partition, commits nothing).
+
+`--wait` waits for a topic that does not exist yet (workers create their output topics when
+they start), asking for the list of topics, never for the one topic: a broker that creates
+topics on demand would create it with its default partition count."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import time
@@ -15,7 +20,10 @@ from aiokafka import ConsumerRecord
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
 from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
+from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.topics import partition_counts
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
 __all__ = ("Format", "register", "render")
@@ -62,15 +70,46 @@ def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
     return " ".join(parts)
 
 
+_WAIT_POLL_S = 0.5
+
+
+async def _created_later(
+    kafka: KafkaConnection, topic: str, wait: bool, give_up_s: float | None
+) -> bool:
+    """Whether `topic` had to be waited for (False: it exists). Without `wait` a missing topic
+    is an error at once; with it, one line says the command waits, until `give_up_s`."""
+    async with open_admin(kafka) as admin:
+        if topic in await partition_counts(admin):
+            return False
+        if not wait:
+            raise ConfigurationError(
+                f"topic {topic!r} does not exist at {kafka} (--wait waits for it to be created)"
+            )
+        typer.echo(
+            f"waiting for topic {topic!r} to be created at {kafka} (Ctrl-C to stop)", err=True
+        )
+        started = time.monotonic()
+        while topic not in await partition_counts(admin):
+            if give_up_s is not None and time.monotonic() - started > give_up_s:
+                raise ConfigurationError(
+                    f"topic {topic!r} was not created at {kafka} within {give_up_s:g} s (--timeout)"
+                )
+            await asyncio.sleep(_WAIT_POLL_S)
+    return True
+
+
 async def _consume(
     kafka: KafkaConnection,
     topic: str,
     *,
     from_beginning: bool,
+    wait: bool,
     limit: int | None,
     idle_s: float | None,
     fmt: Format,
 ) -> int:
+    # Every record of a topic created after the command started is new: read it all.
+    from_beginning = await _created_later(kafka, topic, wait, idle_s) or from_beginning
     partitions = await topic_partitions(kafka, [topic])
     # Where each partition ends now, from a fetch (ListOffsets is wrong on the embedded broker).
     ends = (
@@ -112,6 +151,13 @@ def consume(
         bool,
         typer.Option("--from-beginning", help="Start at the oldest record, not at the end."),
     ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="If TOPIC does not exist yet, wait until it is created (then read all of it).",
+        ),
+    ] = False,
     max_records: Annotated[
         int | None,
         typer.Option("--max", metavar="N", help="Stop after N records.", show_default="no limit"),
@@ -121,7 +167,7 @@ def consume(
         typer.Option(
             "--timeout",
             metavar="SECONDS",
-            help="Stop when no record has come for this long.",
+            help="Stop when no record has come for this long (or, with --wait, no topic).",
             show_default="wait for more",
         ),
     ] = None,
@@ -142,6 +188,7 @@ def consume(
             security.connection(bootstrap),
             topic,
             from_beginning=from_beginning,
+            wait=wait,
             limit=max_records,
             idle_s=timeout,
             fmt=fmt,
