@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from data import AdTraffic, generate_traffic
 from report import Ownership, worker_report
-from traffic import CLICKS, IMPRESSIONS, console, produce_paced, send_once
+from traffic import CLICK_WITHIN_S, CLICKS, IMPRESSIONS, console, produce_paced, send_once
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs
 from workers import WorkerProcess
 
@@ -193,15 +193,27 @@ def arguments() -> argparse.ArgumentParser:
         help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
     )
     parser.add_argument("--impressions", type=int, default=40_000)
-    parser.add_argument("--rate", type=float, default=1_200, help="records per second")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=1_200,
+        help="records per second (--traffic-only sends each record at its own time instead)",
+    )
     parser.add_argument(
         "--traffic-only",
         action="store_true",
-        help="only send the traffic to --bootstrap, into topics that exist (for workers run "
-        "elsewhere, as in docker/docker-compose.yml); once per seed",
+        help="only send live traffic (stamped from now, each record at its own time) to "
+        "--bootstrap, into topics that exist (for workers run elsewhere, as in "
+        "docker/docker-compose.yml); once per seed",
     )
     parser.add_argument(
         "--seed", type=int, default=7, help="the traffic's seed: its auctions and clicks"
+    )
+    parser.add_argument(
+        "--click-within-s",
+        type=float,
+        default=CLICK_WITHIN_S,
+        help="--traffic-only: a click comes at most this long after its impression",
     )
     return parser
 
@@ -211,7 +223,7 @@ def main() -> None:
     if args.traffic_only:
         if args.bootstrap is None:
             sys.exit("--traffic-only needs --bootstrap HOST:PORT")
-        asyncio.run(send_once(args.bootstrap, args.impressions, args.rate, args.seed))
+        asyncio.run(send_once(args.bootstrap, args.impressions, args.seed, args.click_within_s))
         return
     with ExitStack() as stack:
         bootstrap = args.bootstrap

@@ -8,9 +8,12 @@ topics on demand would create it with its default partition count."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
+import logging
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -23,7 +26,7 @@ from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.kafka.topics import partition_counts
+from streamjoin.kafka.topics import led_partition_counts, partition_counts
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
 __all__ = ("Format", "register", "render")
@@ -89,13 +92,28 @@ async def _created_later(
             f"waiting for topic {topic!r} to be created at {kafka} (Ctrl-C to stop)", err=True
         )
         started = time.monotonic()
-        while topic not in await partition_counts(admin):
+        # Until it has leaders: fetching from partitions without one fails with error lines.
+        while topic not in await led_partition_counts(admin):
             if give_up_s is not None and time.monotonic() - started > give_up_s:
                 raise ConfigurationError(
                     f"topic {topic!r} was not created at {kafka} within {give_up_s:g} s (--timeout)"
                 )
             await asyncio.sleep(_WAIT_POLL_S)
     return True
+
+
+@contextlib.contextmanager
+def _quiet_offset_retries(quiet: bool) -> Iterator[None]:
+    """A topic created a moment ago answers ListOffsets only once its leaders have loaded it,
+    shortly after the metadata shows them; aiokafka logs each retry until then as an error."""
+    fetcher = logging.getLogger("aiokafka.consumer.fetcher")
+    level = fetcher.level
+    if quiet:
+        fetcher.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        fetcher.setLevel(level)
 
 
 async def _consume(
@@ -109,7 +127,8 @@ async def _consume(
     fmt: Format,
 ) -> int:
     # Every record of a topic created after the command started is new: read it all.
-    from_beginning = await _created_later(kafka, topic, wait, idle_s) or from_beginning
+    created_later = await _created_later(kafka, topic, wait, idle_s)
+    from_beginning = created_later or from_beginning
     partitions = await topic_partitions(kafka, [topic])
     # Where each partition ends now, from a fetch (ListOffsets is wrong on the embedded broker).
     ends = (
@@ -123,7 +142,8 @@ async def _consume(
     try:
         consumer.assign(partitions)
         if from_beginning:
-            await consumer.seek_to_beginning(*partitions)
+            with _quiet_offset_retries(created_later):
+                await consumer.seek_to_beginning(*partitions)
         for tp in partitions:
             if not from_beginning:
                 consumer.seek(tp, ends[(tp.topic, tp.partition)])

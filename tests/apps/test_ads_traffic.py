@@ -1,7 +1,7 @@
 """`demo.py --traffic-only` (the compose file's one-shot `traffic` service) as compose runs it:
-traffic stamped from the current time (Kafka's retention keeps it, and a second run is not late
-for the join), sent once per seed (a second `docker compose up` adds no duplicates), and more
-with another seed."""
+live traffic, stamped from the current time and never ahead of the clock (Kafka's retention
+keeps it, and a second run is not late for the join), sent once per seed (a second `docker
+compose up` adds no duplicates), and more with another seed."""
 
 from __future__ import annotations
 
@@ -60,14 +60,15 @@ async def test_traffic_is_stamped_now_and_sent_once_per_seed(broker: Broker, uni
     before = await _records(bs)  # the demo's test may have sent traffic here already
     seed = int(unique, 16) % 1_000_000  # the demo's own seed may have been sent already
     started = int(time.time() * 1000)
-    options = ["--impressions", "300", "--rate", "100000", "--seed", str(seed)]
+    options = ["--impressions", "300", "--click-within-s", "1", "--seed", str(seed)]
     first = _send(bs, *options)
     assert f"sent the traffic of seed {seed}; to send more, run it again with another seed" in first
     sent = await _records(bs)
     new = {key: stamp for key, stamp in sent.items() if key not in before}
     assert sum(1 for topic, _, _ in new if topic == "ads-impressions") == 300
-    # Stamped from now: a click comes up to a minute after its impression.
-    assert all(started <= stamp <= time.time() * 1000 + 61_000 for stamp in new.values())
+    # Stamped from now, and each record sent once the clock had reached its timestamp.
+    sent_by = int(time.time() * 1000)
+    assert all(started <= stamp <= sent_by for stamp in new.values())
 
     again = _send(bs, *options)
     assert f"the traffic of seed {seed} is in ads-impressions already: nothing sent" in again

@@ -48,6 +48,7 @@ def test_consume_waits_for_the_topic_and_reads_it_from_its_beginning(
         finally:
             reader.kill()
     assert reader.returncode == 0, err
+    assert err == "", "nothing more on stderr: no retries shown while the new topic's leaders load"
     records = [json.loads(line) for line in out.splitlines()]
     # Everything in a topic created after the command started is new to it: none is skipped.
     assert sorted((r["key"], r["value"]) for r in records) == [("a", "1"), ("b", "2"), ("c", "3")]
