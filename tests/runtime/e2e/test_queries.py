@@ -29,7 +29,7 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.query.client import QueryFailed
 from streamjoin.query.paths import FORWARDED_HEADER
 from streamjoin.query.server import QueryServer
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 
 pytestmark = [pytest.mark.broker]
 
@@ -75,7 +75,7 @@ class Cluster:
     suffix: str
 
     def servers(self) -> list[QueryServer]:
-        servers = [w.worker.queries for w in self.workers]
+        servers = [w.query_server() for w in self.workers]
         assert all(servers)
         return servers  # type: ignore[return-value]
 
