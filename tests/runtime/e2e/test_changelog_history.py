@@ -20,7 +20,7 @@ from streamjoin.broker import Broker
 from streamjoin.kafka.connection import connect
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.kafka.watermarks import log_bounds
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.changelog_topics import changelog_spec, changelog_topic
 from streamjoin.state.specs import StoreSpec
 
