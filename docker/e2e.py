@@ -45,6 +45,7 @@ from standins import provide_base_images  # noqa: E402
 from traffic import CLICKS, IMPRESSIONS, live_traffic  # noqa: E402
 from verify import OUTPUT, expected_delays  # noqa: E402
 
+from streamjoin.errors import StreamJoinError  # noqa: E402
 from streamjoin.kafka.admin import open_admin  # noqa: E402
 from streamjoin.kafka.topics import partition_counts  # noqa: E402
 from streamjoin.kafka.watermarks import log_bounds  # noqa: E402
@@ -289,7 +290,7 @@ def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
         run.command("more traffic")
         run.until(lambda: reader.share(second) == 1.0, "every pair of the second traffic joined")
         problems += asyncio.run(retention_losses("localhost:9092", [first, second]))
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+    except (RuntimeError, subprocess.SubprocessError, StreamJoinError) as exc:
         problems.append(str(exc))
     finally:
         reader.stop()
@@ -313,8 +314,8 @@ def main() -> None:
     try:
         run.say(provide_base_images(cache))
         verdict, problems = demo(run, work / "consume.err")
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        problems.append(str(exc))
+    except (RuntimeError, OSError, subprocess.SubprocessError, StreamJoinError) as exc:
+        problems.append(f"{type(exc).__name__}: {exc}")
     finally:
         if problems:
             with (work / "containers.log").open("w") as logs:

@@ -138,6 +138,13 @@ def _start_daemon(log: Path) -> subprocess.Popen[bytes]:
 def start_engine(cache: Path) -> Engine:
     """A running Docker engine with Compose v2: the one found, or one installed and started;
     raises EngineUnavailable saying why there is none."""
+    try:
+        return _start_engine(cache)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EngineUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _start_engine(cache: Path) -> Engine:
     cache.mkdir(parents=True, exist_ok=True)
     if shutil.which("dockerd") is None and shutil.which("docker") is None:
         reason = _installable()

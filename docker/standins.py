@@ -80,7 +80,14 @@ def _pulled(image: str) -> bool:
 def _debian_base() -> None:
     """Minimal Debian bookworm by mmdebstrap, imported as BASE."""
     if shutil.which("mmdebstrap") is None:
-        subprocess.run(["apt-get", "install", "-y", "-qq", "mmdebstrap"], check=True)
+        installed = subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "mmdebstrap"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if installed.returncode != 0:
+            raise RuntimeError(f"apt-get install mmdebstrap failed: {installed.stderr.strip()}")
     with subprocess.Popen(
         ["mmdebstrap", "--quiet", "--variant=minbase", "--include=ca-certificates",
          "--format=tar", "bookworm", "-", _MIRROR],
