@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -67,6 +68,7 @@ COMMANDS = {
 SEEDS, IMPRESSIONS_PER_RUN = (7, 8), 40_000
 """The traffic service's seed (the demo's default) and the README's second run; its size."""
 ONE_SHOT = ("topics", "traffic")
+RESTORED = re.compile(r"task \S+ restored (\d+) records")
 WAIT_S = 300.0
 SHOWN = 5
 
@@ -144,6 +146,17 @@ async def retention_losses(bootstrap: str, runs: Iterable[AdTraffic]) -> list[st
         if held[topic] != count
     ]
     return lost
+
+
+def restores(work: Path) -> str:
+    """What the workers' logs say they restored (worker-3's at the hand-off, the others' after
+    it left)."""
+    said = []
+    for name in ("worker-3.log", "containers.log"):
+        path = work / name
+        found = RESTORED.findall(path.read_text(errors="replace")) if path.is_file() else []
+        said.append(f"{sum(int(n) for n in found):,} records over {len(found)} task restores")
+    return f"worker-3 {said[0]}; the others {said[1]}"
 
 
 class Reader:
@@ -277,9 +290,19 @@ def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
         before = _started(ONE_SHOT)
         run.command("scale out")
         run.until(lambda: _workers() == 3, "three workers")
+        # Its log, which its removal at the scale-in would take with it.
+        leaving = run.work / "worker-3.log"
+        with leaving.open("w") as leaving_log:
+            follower = subprocess.Popen(
+                ["docker", "logs", "--follow", "streamjoin-worker-3"],
+                stdout=leaving_log,
+                stderr=subprocess.STDOUT,
+            )
+        run.until(lambda: "is running" in leaving.read_text(), "worker-3 took over tasks")
         run.until(lambda: reader.share(first) >= 0.6, "60% of the pairs joined")
         run.command("scale in")
         run.until(lambda: _workers() == 2, "two workers")
+        follower.wait(30)
         if _started(ONE_SHOT) != before:
             problems.append(f"scaling the workers ran {' and '.join(ONE_SHOT)} again")
         run.until(lambda: _container("traffic", ".State.Status") == "exited", "traffic sent")
@@ -317,15 +340,15 @@ def main() -> None:
     except (RuntimeError, OSError, subprocess.SubprocessError, StreamJoinError) as exc:
         problems.append(f"{type(exc).__name__}: {exc}")
     finally:
-        if problems:
-            with (work / "containers.log").open("w") as logs:
-                subprocess.run(
-                    [*shlex.split(COMPOSE), "logs", "--no-color"],
-                    cwd=ROOT,
-                    stdout=logs,
-                    stderr=subprocess.STDOUT,
-                    check=False,
-                )
+        with (work / "containers.log").open("w") as logs:
+            subprocess.run(
+                [*shlex.split(COMPOSE), "logs", "--no-color"],
+                cwd=ROOT,
+                stdout=logs,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        run.say(f"restores: {restores(work)}")
         try:
             run.command("down")
         finally:
