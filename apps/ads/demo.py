@@ -66,6 +66,7 @@ class StatusSteps:
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "COLUMNS": "150"},  # as wide as the demo's lines, whoever runs it
             preexec_fn=_lower_priority,
         )
         output, _ = await process.communicate()
