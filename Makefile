@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars kafka-streams-jars
 
 $(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -32,7 +32,12 @@ kafka-jars: $(STAMP)
 spark-kafka-jars: $(STAMP)
 	@$(BIN)/python -c 'from streamjoin.spark.connector import main; main()'
 
-test: $(STAMP) kafka-jars spark-kafka-jars
+# Kafka Streams and its TopologyTestDriver (tests/differential/maven/pom.xml, the same release),
+# fetched once by Maven into ~/.cache/streamjoin/ for the differential join tests.
+kafka-streams-jars: $(STAMP)
+	@$(BIN)/python tests/differential/diff_kafka_streams.py
+
+test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
