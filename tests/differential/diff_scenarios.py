@@ -130,6 +130,8 @@ def generate(family: str, rng: random.Random) -> Scenario:
     disorder, late = 8, 0
     if kind in ("ss", "chain"):
         params.update(before=rng.randint(0, 12), after=rng.randint(0, 12), grace=rng.randint(0, 10))
+        if not any(params.values()):
+            params["grace"] = 1  # streamjoin refuses a window that joins nothing (README)
         disorder = params["grace"] + max(params["before"], params["after"])
         if spec.late:
             late = disorder + params["before"] + params["after"] + params["grace"] + 15

@@ -71,8 +71,10 @@ def _smaller(scenario: Scenario) -> Iterable[Scenario]:
         value = scenario.params.get(name, 0)
         least = 1 if name == "history" else 0
         for lower in sorted({least, value // 2, value - 1}):
-            if least <= lower < value:
-                yield replace(scenario, params={**scenario.params, name: lower})
+            params = {**scenario.params, name: lower}
+            window = [params.get(n) for n in ("before", "after", "grace")]
+            if least <= lower < value and window != [0, 0, 0]:
+                yield replace(scenario, params=params)
 
 
 def shrink(harness: KafkaStreams, difference: Difference, rounds: int = 60) -> Difference:

@@ -103,6 +103,39 @@ def test_deleting_the_order_or_its_customer(driver: TestDriver, how: JoinKind) -
     assert [(r.key, r.value) for r in driver.read_output("oc")] == [("o1", None)]
 
 
+def test_a_new_order_without_its_customer_emits_by_kind(driver: TestDriver, how: JoinKind) -> None:
+    """An inner join has no result to take back for a new order: Kafka Streams sends nothing
+    (no tombstone), nor does streamjoin."""
+    driver.pipe("orders", {"n": 1, "customer": "c9"}, key="o1", timestamp=2)
+    expected = [] if how == "inner" else [("o1", {"order": 1, "name": None}, 2)]
+    assert [(r.key, r.value, r.timestamp) for r in driver.read_output("oc")] == expected
+
+
+def test_a_result_caused_by_a_customer_update_carries_its_timestamp(driver: TestDriver) -> None:
+    """Issue 34's fourth example: Kafka Streams stamps a result with the timestamp of the update
+    that caused it (the customer's here, though the order is later)."""
+    driver.pipe("orders", {"n": 1, "customer": "c1"}, key="o1", timestamp=15)
+    driver.read_output("oc")
+    driver.pipe("customers", {"name": "Ann"}, key="c1", timestamp=10)
+    assert [(r.value, r.timestamp) for r in driver.read_output("oc")] == [
+        ({"order": 1, "name": "Ann"}, 10)
+    ]
+
+
+@pytest.mark.parametrize(("how", "stamp"), [("inner", 20), ("left", 6)])
+def test_the_tombstone_of_a_deleted_order_is_stamped_as_kafka_streams(
+    how: JoinKind, stamp: int
+) -> None:
+    """Inner: the delete goes by the customer's side and carries the later of the two
+    timestamps; left: the delete's own (Kafka Streams 4.4 does the same)."""
+    with make(how) as driver:
+        driver.pipe("customers", {"name": "Ann"}, key="c1", timestamp=20)
+        driver.pipe("orders", {"n": 1, "customer": "c1"}, key="o1", timestamp=5)
+        driver.read_output("oc")
+        driver.pipe("orders", None, key="o1", timestamp=6)
+        assert [(r.value, r.timestamp) for r in driver.read_output("oc")] == [(None, stamp)]
+
+
 def test_a_response_to_a_changed_order_is_discarded() -> None:
     """Two updates of an order before the customer side answers the first: only the answer to
     the current value is joined."""
