@@ -40,7 +40,11 @@ class TimestampOrderedInputs(Generic[R]):
     def __init__(self, inputs: int, max_idle_ms: int) -> None:
         self._buffers: list[deque[R]] = [deque() for _ in range(inputs)]
         self._max_idle_ms = max_idle_ms
-        self._idle_since: float | None = None
+        self._empty_since: dict[int, float] = {}
+        """Inputs found empty (and caught up, or not fetched yet) while others had records,
+        and since when. An entry goes once its input has records or lag: like Kafka Streams'
+        idle deadlines, a task whose buffers drain does not wait again for an input that
+        stayed empty all along."""
         self._warned = False
 
     def add(self, index: int, records: Iterable[R]) -> None:
@@ -65,33 +69,35 @@ class TimestampOrderedInputs(Generic[R]):
         if len(buffers) == 2:  # a join's usual case, made cheap
             left, right = buffers
             if left and right:
-                self._idle_since = None
+                if self._empty_since:
+                    self._empty_since.clear()
                 if left[0].timestamp <= right[0].timestamp:
                     return 0, left.popleft()
                 return 1, right.popleft()
         heads = [(buf[0].timestamp, i) for i, buf in enumerate(self._buffers) if buf]
         if not heads:
-            self._idle_since = None
             return None
-        lags = [lag(i) for i, buf in enumerate(self._buffers) if not buf]
-        if any(n is not None and n > 0 for n in lags):
-            self._idle_since = None
+        empty_since = self._empty_since
+        for index in [i for i in empty_since if self._buffers[i]]:
+            del empty_since[index]
+        lags = {i: lag(i) for i, buf in enumerate(self._buffers) if not buf}
+        coming = [i for i, n in lags.items() if n is not None and n > 0]
+        if coming:
+            for index in coming:
+                empty_since.pop(index, None)
             return None  # the next fetch brings them
         if lags:
-            if self._idle_since is None:
-                self._idle_since = now_ms
-            limit = UNKNOWN_LAG_WAIT_MS if None in lags else self._max_idle_ms
-            waited = now_ms - self._idle_since
+            since = max(empty_since.setdefault(i, now_ms) for i in lags)
+            limit = UNKNOWN_LAG_WAIT_MS if None in lags.values() else self._max_idle_ms
+            waited = now_ms - since
             if waited < limit:
                 return None
-            if None in lags and not self._warned:
+            if None in lags.values() and not self._warned:
                 self._warned = True
                 logger.warning(
                     "an input has not been fetched for %.0f s; processing the other ahead of it "
                     "(its records, when they come, may be late)",
                     waited / 1000,
                 )
-        else:
-            self._idle_since = None
         _, index = min(heads)
         return index, self._buffers[index].popleft()

@@ -4,8 +4,9 @@ A scenario is a join (its family's parameters) and the records piped into its in
 Values name their record ("L3", "R1"; "x:L3" where a foreign key rides in the value: the part
 before ':'), so an output value ("L3+R1", "_" for a missing side) names the records it joins.
 Keys come from a small alphabet so that records meet; a few keys and values are null, a few
-table records are tombstones. Each scenario ends with one record far later on each input, so
-that both engines emit every non-match still waiting (their key, "zz", joins nothing else).
+table records are tombstones. Each scenario ends with one record far later on each input (and,
+where tasks idle, the wall clock moved on), so that both engines emit every non-match still
+waiting (their key, "zz", joins nothing else).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-__all__ = ("FAMILIES", "Event", "Scenario", "describe", "generate")
+__all__ = ("FAMILIES", "SENTINEL_KEY", "Event", "Scenario", "describe", "generate", "split_closing")
 
 SENTINEL_KEY = "zz"
 KEYS = ("a", "b", "c")
@@ -168,7 +169,16 @@ def generate(family: str, rng: random.Random) -> Scenario:
             if records.foreign_keys and side == "L":
                 value = f"{SENTINEL_KEY}:{value}"
             events.append(Event(topic, SENTINEL_KEY, value, end))
+    if spec.idle:  # what still waits for an empty input goes now
+        events.append(Event("wall", None, None, 1_000))
     return Scenario(family, kind, how, params, tuple(events))
+
+
+def split_closing(events: tuple[Event, ...]) -> tuple[tuple[Event, ...], tuple[Event, ...]]:
+    """(the scenario's own events, the closing ones: the records far later on each input and
+    the wall clock moved on past any idling, which make both engines emit what waits)."""
+    first = next((i for i, e in enumerate(events) if e.key == SENTINEL_KEY), len(events))
+    return events[:first], events[first:]
 
 
 _SIDE_NAMES = {"left": "L", "right": "R", "third": "T"}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from diff_compare import compare
 from diff_kafka_streams import KafkaStreams
-from diff_scenarios import FAMILIES, Scenario, describe, generate
+from diff_scenarios import FAMILIES, Scenario, describe, generate, split_closing
 from diff_streamjoin import run
 
 __all__ = ("Difference", "FamilyResult", "differences", "run_families", "shrink")
@@ -59,13 +59,13 @@ def differences(harness: KafkaStreams, scenarios: list[Scenario]) -> list[str | 
 
 
 def _smaller(scenario: Scenario) -> Iterable[Scenario]:
-    """Candidates one step simpler: a stretch of events gone (longest first), or a parameter
-    lowered."""
-    events = scenario.events
+    """Candidates one step simpler: a stretch of events gone (longest first; the closing
+    records stay: the comparison needs every non-match emitted), or a parameter lowered."""
+    events, closing = split_closing(scenario.events)
     size = len(events) // 2
     while size >= 1:
         for start in range(0, len(events), size):
-            yield scenario.with_events(events[:start] + events[start + size :])
+            yield scenario.with_events(events[:start] + events[start + size :] + closing)
         size //= 2
     for name in _SHRINKABLE:
         value = scenario.params.get(name, 0)

@@ -66,3 +66,21 @@ def test_a_caught_up_input_is_waited_for_max_idle_for_new_data() -> None:
     inputs.add(0, [R(5)])
     assert inputs.next(0, lambda i: 0) is None
     assert inputs.next(500, lambda i: 0) == (0, R(5))
+
+
+def test_a_drained_task_does_not_wait_again_for_an_input_that_stayed_empty() -> None:
+    """As Kafka Streams' idle deadlines: input 1 is empty from 0 on, so once 500 ms have passed
+    the task goes on without it, also after its buffers drained (it used to wait 500 ms per
+    fetched batch of input 0); an input that had records and is empty again is waited for
+    afresh."""
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=500)
+    inputs.add(0, [R(5)])
+    assert inputs.next(0, lambda i: 0) is None
+    assert inputs.next(500, lambda i: 0) == (0, R(5))
+    assert inputs.next(600, lambda i: 0) is None  # drained
+    inputs.add(0, [R(7)])
+    assert inputs.next(700, lambda i: 0) == (0, R(7))
+    inputs.add(1, [R(8)])
+    assert inputs.next(710, lambda i: 0) is None  # input 0 is empty now: waited for afresh
+    assert inputs.next(1_209, lambda i: 0) is None
+    assert inputs.next(1_210, lambda i: 0) == (1, R(8))
