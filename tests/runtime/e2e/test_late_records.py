@@ -91,7 +91,7 @@ async def test_late_records_join_what_the_other_side_holds_and_are_counted(
     await send(broker.bootstrap, [(topics[0], "a", "L2", 45), (topics[0], "a", "L5", 64)])
     await send(broker.bootstrap, [(topics[3], "b", "R1", 37)])
     running = Running(app, broker.bootstrap, tmp_path)
-    caplog.set_level(logging.INFO, logger="streamjoin.runtime.worker")
+    caplog.set_level(logging.INFO, logger="streamjoin")
     async with workers(running):
         await running.start()
         await processed_through(running, "inner", 64)
