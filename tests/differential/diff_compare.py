@@ -44,9 +44,7 @@ def _without(outputs: Outputs, names: set[str]) -> Outputs:
 
 def _spurious(records: list[Output]) -> set[str]:
     """Values of non-matches whose record also appears joined in `records`."""
-    joined = {
-        part for _, value, _ in records if "_" not in _parts(value) for part in _parts(value)
-    }
+    joined = {part for _, value, _ in records if "_" not in _parts(value) for part in _parts(value)}
     return {
         value
         for _, value, _ in records

@@ -90,11 +90,19 @@ class KafkaStreams:
     """A running harness JVM."""
 
     def __init__(self, classes: Path, tmp: Path) -> None:
+        self._log = tmp / "harness.log"
+        self._stderr = self._log.open("w")
         self._process = subprocess.Popen(
-            [find_java(), f"-Djava.io.tmpdir={tmp}", "-cp", f"{classes}:{_classpath()}", "JoinHarness"],
+            [
+                find_java(),
+                f"-Djava.io.tmpdir={tmp}",
+                "-cp",
+                f"{classes}:{_classpath()}",
+                "JoinHarness",
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
             text=True,
             bufsize=1 << 16,
         )
@@ -124,7 +132,7 @@ class KafkaStreams:
             for thread in threads:
                 thread.join()
             if len(results) != len(batch):
-                raise RuntimeError(f"the Kafka Streams harness ended (exit {process.poll()})")
+                raise RuntimeError(self._ended())
             return results
 
         return wait
@@ -133,8 +141,8 @@ class KafkaStreams:
         assert self._process.stdout is not None
         outputs: Outputs = {}
         error: str | None = None
-        for line in self._process.stdout:
-            line = line.rstrip("\n")
+        for raw in self._process.stdout:
+            line = raw.rstrip("\n")
             if line == "end":
                 return error if error is not None else outputs
             if line.startswith("error "):
@@ -144,7 +152,11 @@ class KafkaStreams:
             outputs.setdefault(topic, []).append(
                 (None if key == "-" else key, None if value == "-" else value, int(timestamp))
             )
-        raise RuntimeError(f"the Kafka Streams harness ended (exit {self._process.poll()})")
+        raise RuntimeError(self._ended())
+
+    def _ended(self) -> str:
+        tail = self._log.read_text(errors="replace").strip().splitlines()[-5:]
+        return f"the Kafka Streams harness ended (exit {self._process.poll()}): {' | '.join(tail)}"
 
     def close(self) -> None:
         if self._process.stdin is not None:
@@ -154,6 +166,7 @@ class KafkaStreams:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        self._stderr.close()
 
 
 @contextmanager

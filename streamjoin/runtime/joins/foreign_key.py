@@ -90,7 +90,9 @@ class ForeignKeyLeft:
             this = Joined(self._left_serde.deserialize(record.value), record.value, record.offset)
             new_fk = self._foreign_key_of(this.value)
             digest = value_hash(record.value)
-            self._store.put(key, pack_table_value(record.offset, timestamp, record.value), timestamp)
+            self._store.put(
+                key, pack_table_value(record.offset, timestamp, record.value), timestamp
+            )
         else:
             self._store.delete(key, timestamp)
         self._store.source_applied(record.offset)

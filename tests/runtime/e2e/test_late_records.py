@@ -45,7 +45,9 @@ async def send(bootstrap: str, records: list[tuple[str, str, str, int]]) -> None
     await producer.start()
     try:
         for topic, key, value, t in records:
-            await producer.send_and_wait(topic, value.encode(), key=key.encode(), timestamp_ms=T0 + t)
+            await producer.send_and_wait(
+                topic, value.encode(), key=key.encode(), timestamp_ms=T0 + t
+            )
     finally:
         await producer.stop()
 
@@ -69,7 +71,7 @@ async def processed_through(worker: Running, join: str, stream_time: int) -> Non
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         manager = worker.worker.manager
-        for active in (manager.active.values() if manager else ()):
+        for active in manager.active.values() if manager else ():
             for member in active.running.members if active.running else ():
                 processor = getattr(member, "processor", None)
                 if (
