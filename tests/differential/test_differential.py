@@ -11,6 +11,7 @@ minimal scenario and printed. `python bench/differential.py` runs thousands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import tempfile
@@ -39,10 +40,10 @@ def results(
         kafka_streams(classes, Path(tmp)) as harness,
     ):
         found = run_families(harness, SEED, PER_FAMILY)
-    terminal = request.config.pluginmanager.get_plugin("terminalreporter")
-    if terminal is not None:
-        different = sum(len(r.different) for r in found.values())
-        terminal.write_line(
+    different = sum(len(r.different) for r in found.values())
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(
             f"\ndifferential: seed {SEED}, {len(found)} families x {PER_FAMILY} scenarios, "
             f"{different} different (re-run: {RERUN})"
         )
