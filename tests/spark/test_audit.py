@@ -21,9 +21,7 @@ from streamjoin.spark.inputs import Sources
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]
 
 
-def test_a_clean_run_of_the_late_case_is_clean(
-    spark: SparkSession, worker_run: WorkerRun
-) -> None:
+def test_a_clean_run_of_the_late_case_is_clean(spark: SparkSession, worker_run: WorkerRun) -> None:
     app = build_app(worker_run.suffix)
     sources = Sources(worker_run.bootstrap)
     report = audit(spark, app.get_join("late_fn"), app.app_id, sources)
