@@ -23,6 +23,8 @@ class Run:
     outputs: Outputs
     dead_letters: list[tuple[str | None, str | None, str]] = field(default_factory=list)
     """(key, value, reason) of each input record sent to the dead-letter topic."""
+    causes: dict[str, list[int]] = field(default_factory=dict)
+    """Per output topic, for each record, the index of the event whose piping wrote it."""
 
 
 def foreign_key(value: str | None) -> str | None:
@@ -82,17 +84,18 @@ def _reason(headers: dict[str, bytes]) -> str:
 def run(scenario: Scenario, state_dir: Path | None = None) -> Run:
     app = build_app(scenario)
     outputs: Outputs = {}
+    causes: dict[str, list[int]] = {}
     with TestDriver(app, state_dir=state_dir) as driver:
-        for event in scenario.events:
+        topics = [t for t in OUTPUT_TOPICS if t in driver.topology.partitions]
+        for index, event in enumerate(scenario.events):
             if event.topic == "wall":
                 driver.advance_wall_clock(event.timestamp)
             else:
                 driver.pipe(event.topic, event.value, key=event.key, timestamp=event.timestamp)
-        for topic in OUTPUT_TOPICS:
-            if topic in driver.topology.partitions:
-                records = driver.read_output(topic)
-                if records:
-                    outputs[topic] = [(r.key, r.value, r.timestamp) for r in records]
+            for topic in topics:
+                for r in driver.read_output(topic):
+                    outputs.setdefault(topic, []).append((r.key, r.value, r.timestamp))
+                    causes.setdefault(topic, []).append(index)
         dead = [
             (
                 None if r.key is None else r.key.decode(),
@@ -101,4 +104,4 @@ def run(scenario: Scenario, state_dir: Path | None = None) -> Run:
             )
             for r in driver.dead_letters()
         ]
-    return Run(outputs, dead)
+    return Run(outputs, dead, causes)

@@ -9,8 +9,8 @@ response only while its current left value has that hash, so a response to a val
 deleted) since is discarded. A response carries the timestamp of what caused it: a right
 update's own, or for a subscription the later of the left update's and the right value's. The
 instructions (Kafka Streams' SubscriptionWrapper instructions):
-- `s` subscribe and answer, with or without a right value (a left join, or an inner join whose
-  foreign key changed: an answer without a value takes the old result back);
+- `s` subscribe and answer, with or without a right value (a left join, or an inner join's
+  changed left value: an answer without a value takes the old result back);
 - `o` subscribe and answer only with a right value (an inner join's new left value: there is no
   old result to take back);
 - `u` unsubscribe, no answer (the old key of a changed foreign key);
@@ -102,7 +102,12 @@ class ForeignKeyLeft:
                 return []  # the tombstone comes with the answer
             self._send(old_fk, UNSUBSCRIBE, digest, key, timestamp)
         if new_fk is not None:
-            answer_always = not self._inner or (old_fk is not None and old_fk != new_fk) or lost
+            # Inner: a new left value asks an answer only if its right value exists (Kafka
+            # Streams' too: no result to take back). Any other asks one always, also with its
+            # foreign key unchanged, where Kafka Streams asks none: the right delete's answer
+            # to the old value may have crossed this update and been discarded as stale, and
+            # the old result must still go (README "Differences from Kafka Streams", 5).
+            answer_always = not self._inner or old_fk is not None or lost
             what = SUBSCRIBE if answer_always else SUBSCRIBE_IF_FOUND
             self._send(new_fk, what, digest, key, timestamp)
             return []  # the result comes with the answer
