@@ -176,7 +176,7 @@ class WorkerStatus:
             if processed is None or processed.per_s is None
             else round(processed.per_s, 1),
             "late_records": sum(
-                m.processor.counters.late_dropped for m in members if isinstance(m, JoinTask)
+                m.processor.counters.late for m in members if isinstance(m, JoinTask)
             ),
             "dead_letters": sum(m.dead_letters for m in members),
         }
