@@ -3,23 +3,26 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+# The demo installs the embedded broker's extra only: no PySpark, pyarrow or test tools.
+DEMO_STAMP := $(VENV)/.installed-broker
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars kafka-streams-jars docker-e2e
 
-$(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
+# .venv/.installed-<extra>: streamjoin installed (editable) with that extra.
+$(VENV)/.installed-%: pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "streamjoin needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$*]'
 	@touch $@
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python apps/ads/demo.py
 
-demo-shop: $(STAMP)
+demo-shop: $(DEMO_STAMP)
 	$(BIN)/python apps/shop/demo.py
 
 # Apache Kafka's jars (the release pinned in streamjoin/broker/maven/pom.xml), fetched once by Maven
@@ -32,13 +35,24 @@ kafka-jars: $(STAMP)
 spark-kafka-jars: $(STAMP)
 	@$(BIN)/python -c 'from streamjoin.spark.connector import main; main()'
 
+# Kafka Streams and its TopologyTestDriver (tests/differential/maven/pom.xml, the same release),
+# fetched once by Maven into ~/.cache/streamjoin/ for the differential join tests.
+kafka-streams-jars: $(STAMP)
+	@$(BIN)/python tests/differential/diff_kafka_streams.py
+
 # Two pytest-xdist workers (CI has 2 cores): while one waits on brokers, workers and rebalances,
 # the other computes. Each takes a whole module at a time, the slow modules first (tests/conftest.py).
 # `make test PYTEST_WORKERS=0` runs the suite in one process.
 PYTEST_WORKERS ?= 2
 
-test: $(STAMP) kafka-jars spark-kafka-jars
+test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The README's Docker commands, run for real (docker/e2e.py): a container engine started where one
+# can be (Debian's docker.io with Compose v2), local stand-ins for the two base images where no
+# image registry is reachable; the last line is the demo's `joined: expected=E present=P ...`.
+docker-e2e: $(STAMP) kafka-jars
+	$(BIN)/python docker/e2e.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

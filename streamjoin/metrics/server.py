@@ -1,58 +1,85 @@
-"""Serve a registry on GET /metrics over plain asyncio: no web framework for one endpoint."""
+"""Serve metrics on GET /metrics with prometheus_client's aiohttp handler, in the worker's own
+event loop (a scrape reads the worker's counters where they change, never from another
+thread), on loopback unless told otherwise. A scrape whose rendering fails is answered 500 and
+logged by aiohttp; the connection is closed as any other.
+
+The same endpoint answers GET /status with the worker's live state as JSON, when given one
+(runtime/process/status.py; `streamjoin status` reads it): one endpoint per host, as the
+metrics are, so `--processes N` answers for all its processes in one place."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable
-from typing import Protocol
+import socket
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ("Exposition", "MetricsServer")
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.registry import Collector
+
+__all__ = ("MetricsServer", "StatusSource", "advertised_url")
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+StatusSource = Callable[[], dict[str, Any]]
+"""What GET /status answers (JSON), read at each request."""
 
 
-class Exposition(Protocol):
-    """What the server renders on each scrape: a registry, or metrics gathered at scrape time."""
-
-    def render(self) -> str | Awaitable[str]: ...
+def advertised_url(host: str, port: int) -> str:
+    """The URL other hosts reach a server bound to `host`:`port` at."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"http://{host}:{port}"
 
 
 class MetricsServer:
-    def __init__(self, registry: Exposition, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        registry: Collector,
+        port: int,
+        host: str = "127.0.0.1",
+        status: StatusSource | None = None,
+    ) -> None:
+        """`registry`: what each scrape renders (a MetricsRegistry, or a CollectorRegistry of
+        several); `port` 0 takes a free one (then `port` says which once started); `status`:
+        what GET /status answers (none: 404)."""
+        if not isinstance(registry, CollectorRegistry):
+            wrapped = CollectorRegistry(auto_describe=False)
+            wrapped.register(registry)
+            registry = wrapped
         self._registry = registry
         self._host = host
         self.port = port
-        self._server: asyncio.Server | None = None
+        self._status = status
+        self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self._host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        app = web.Application()
+        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
+        if self._status is not None:
+            app.router.add_get("/status", self._answer_status)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
         logger.info("metrics on http://%s:%d/metrics", self._host, self.port)
 
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+    @property
+    def url(self) -> str:
+        return advertised_url(self._host, self.port)
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, TimeoutError):
-            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
-            if path.split(b"?")[0] == b"/metrics":
-                rendered = self._registry.render()
-                text = rendered if isinstance(rendered, str) else await rendered
-                status, body, kind = "200 OK", text.encode(), _CONTENT_TYPE
-            else:
-                status, body, kind = "404 Not Found", b"see /metrics\n", "text/plain"
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        writer.close()
+    async def _answer_status(self, request: web.Request) -> web.Response:
+        assert self._status is not None
+        return web.json_response(self._status())
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
