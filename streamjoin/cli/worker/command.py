@@ -26,9 +26,9 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.loading import load_app
 from streamjoin.dsl.settings import AppSettings
 from streamjoin.errors import StreamJoinError
+from streamjoin.memory_settings import parse_size
 from streamjoin.runtime.process.supervised import SupervisedChild
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
-from streamjoin.state.memory import parse_size
 
 __all__ = ("register",)
 
