@@ -20,6 +20,7 @@ import typer
 from streamjoin.cli import fail
 from streamjoin.runtime.process.identity import process_id
 from streamjoin.runtime.process.supervisor import Supervisor
+from streamjoin.state.dir_lock import holding_state_dir
 
 __all__ = ("parse_processes", "run_supervised_workers")
 
@@ -48,15 +49,17 @@ def run_supervised_workers(
     metrics_port: int | None,
     instance_id: str | None,
 ) -> int:
-    """Run `processes` workers under a supervisor; returns the exit status."""
-    process_id(state_dir / app_id)  # created once, before the children read it
-    supervisor = Supervisor(
-        _child_args(context),
-        processes,
-        metrics_port=metrics_port,
-        instance_id=instance_id,
-    )
-    return asyncio.run(supervisor.run())
+    """Run `processes` workers under a supervisor, which holds the state directory for them;
+    returns the exit status."""
+    with holding_state_dir(state_dir, app_id):
+        process_id(state_dir / app_id)  # created once, before the children read it
+        supervisor = Supervisor(
+            _child_args(context),
+            processes,
+            metrics_port=metrics_port,
+            instance_id=instance_id,
+        )
+        return asyncio.run(supervisor.run())
 
 
 def _child_args(context: typer.Context) -> list[str]:

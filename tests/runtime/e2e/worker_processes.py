@@ -151,10 +151,11 @@ async def read_joined(
     isolation_level: str = "read_uncommitted",
     settle_s: float = 0.0,
     output: str = "attributed",
+    field: str = "auction",
 ) -> Counter[int]:
-    """How often each auction was joined (into `output`), read until `want` auctions are seen
-    (or `within_s` passed), then until nothing more arrives for `settle_s` (so late repeats are
-    counted)."""
+    """How often each auction (each output's `field`) was joined (into `output`), read until
+    `want` auctions are seen (or `within_s` passed), then until nothing more arrives for
+    `settle_s` (so late repeats are counted)."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level
     )
@@ -167,10 +168,10 @@ async def read_joined(
         deadline = time.monotonic() + within_s
         while len(seen) < want and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                seen.update(json.loads(r.value)["auction"] for r in records)
+                seen.update(json.loads(r.value)[field] for r in records)
         while settle_s and (batch := await consumer.getmany(timeout_ms=int(settle_s * 1000))):
             for records in batch.values():
-                seen.update(json.loads(r.value)["auction"] for r in records)
+                seen.update(json.loads(r.value)[field] for r in records)
     finally:
         await consumer.stop()
     return seen
