@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import aiokafka
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
 
@@ -41,12 +40,7 @@ class PositionReset:
             else {error.args[0]: None}
         )
         assigned = self._consumer.assignment()
-        # aiokafka's seeks accept only its own TopicPartition type.
-        lost = {
-            aiokafka.TopicPartition(tp.topic, tp.partition): offset
-            for tp, offset in reported.items()
-            if tp in assigned
-        }
+        lost = {tp: offset for tp, offset in reported.items() if tp in assigned}
         if not lost:
             return set()
         if self.policy == "none":
@@ -70,7 +64,7 @@ class PositionReset:
                 await self._warn(tp, offset)
         return {TopicPartition(tp.topic, tp.partition) for tp in lost}
 
-    async def _warn(self, tp: aiokafka.TopicPartition, offset: int) -> None:
+    async def _warn(self, tp: TopicPartition, offset: int) -> None:
         position: int = await self._consumer.position(tp)
         skipped = (
             f"{position - offset} records skipped"
