@@ -84,6 +84,9 @@ class ProducerSink:
                 if isinstance(outcome, BaseException):
                     self._failed = outcome
                     break
+        else:  # reported already: these outcomes change nothing (nor go unretrieved)
+            for delivery in in_flight:
+                delivery.add_done_callback(_retrieve)
         if self._failed is not None:
             failed = self._failed
             raise DeliveryError(
@@ -104,3 +107,8 @@ class ProducerSink:
         """Asked of the producer's metadata once per topic (not awaited per record)."""
         count = self._partition_counts[topic] = len(await self._producer.partitions_for(topic))
         return count
+
+
+def _retrieve(delivery: asyncio.Future[Any]) -> None:
+    if not delivery.cancelled():
+        delivery.exception()

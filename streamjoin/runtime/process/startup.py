@@ -16,10 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiokafka.errors import KafkaError
+
 from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
 from streamjoin.kafka.admin import BrokerUnreachable
+from streamjoin.kafka.connect_errors import in_words
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.topology.app_topology import AppTopology, store_specs
@@ -79,23 +82,30 @@ async def prepare(
 
 
 async def checked_topics(app: App, kafka: KafkaConnection, give_up_after_s: float) -> Topology:
-    """`check_topics`, tried again while the broker's answers time out, up to `give_up_after_s`
-    (then its BrokerUnreachable goes up)."""
+    """`check_topics`, tried again while the broker's answers time out (or come back with a
+    retriable error, as a broker's first answers after a stall may), up to `give_up_after_s`;
+    then BrokerUnreachable goes up."""
     started = time.monotonic()
     waited = False
     while True:
         try:
             compiled = await check_topics(app, kafka)
-        except BrokerUnreachable as exc:
-            waiting = time.monotonic() - started
-            if not exc.timed_out or waiting + _RETRY_AFTER_S >= give_up_after_s:
+        except (BrokerUnreachable, KafkaError) as exc:
+            # A broker just back answers its first requests oddly (metadata without brokers).
+            slow = exc.timed_out if isinstance(exc, BrokerUnreachable) else exc.retriable
+            if not slow:
                 raise
+            if time.monotonic() - started + _RETRY_AFTER_S >= give_up_after_s:
+                if isinstance(exc, BrokerUnreachable):
+                    raise
+                raise BrokerUnreachable(kafka.bootstrap, in_words(exc)) from exc
             if not waited:
                 waited = True
                 logger.warning(
-                    "broker at %s does not answer yet (timed out); waiting for it up to %.0f s "
+                    "broker at %s does not answer yet (%s); waiting for it up to %.0f s "
                     "(--broker-unavailable-timeout)",
                     kafka.bootstrap,
+                    "timed out" if isinstance(exc, BrokerUnreachable) else in_words(exc),
                     give_up_after_s,
                 )
             await asyncio.sleep(_RETRY_AFTER_S)
