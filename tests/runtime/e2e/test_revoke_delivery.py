@@ -22,7 +22,7 @@ from aiokafka.errors import KafkaTimeoutError
 
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.producer_sink import DeliveryError
+from streamjoin.runtime.output.producer_sink import DeliveryError
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -207,19 +207,10 @@ async def read_outputs(
 
 
 async def read_joined(
-    bootstrap: str,
-    suffix: str,
-    want: int,
-    within_s: float,
-    isolation_level: str = "read_uncommitted",
-    settle_s: float = 0.0,
-    output: str = "attributed",
-    field: str = "auction",
+    bootstrap: str, suffix: str, want: int, within_s: float, **options: Any
 ) -> Counter[int]:
-    """How often each auction was joined (`read_outputs`, counted)."""
-    outputs = await read_outputs(
-        bootstrap, suffix, want, within_s, isolation_level, settle_s, output, field
-    )
+    """How often each auction was joined (`read_outputs` with these `options`, counted)."""
+    outputs = await read_outputs(bootstrap, suffix, want, within_s, **options)
     return Counter({auction: len(values) for auction, values in outputs.items()})
 
 
