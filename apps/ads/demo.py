@@ -12,62 +12,76 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import re
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from data import AdTraffic, Click, generate_traffic
+from data import AdTraffic, generate_traffic
 from report import Ownership, worker_report
+from traffic import CLICK_WITHIN_S, CLICKS, IMPRESSIONS, console, produce_paced, send_once
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs
-from workers import WorkerProcess
+from workers import APP_DIR, WorkerProcess
 
 from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.security_config import connection_from_environment
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.query.client import QueryClient, QueryFailed
 
-IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
-# Lines as they are: a log or CI output is not wrapped at 80 columns (a terminal wraps itself).
-console = Console(highlight=False, soft_wrap=True)
+PARTITIONS = 8
 
 
-async def produce_paced(
-    bootstrap: str, traffic: AdTraffic, rate: float, start: float
-) -> tuple[int, float]:
-    """Send the traffic in time order at about `rate` records per second, and say when it is
-    done; returns how many records, and when the last was acknowledged (monotonic)."""
-    producer = connection_from_environment(bootstrap).producer(linger_ms=5)
-    await producer.start()
-    sent, started = 0, time.monotonic()
-    try:
-        for record in traffic.in_time_order():
-            topic = CLICKS if isinstance(record, Click) else IMPRESSIONS
-            await producer.send(
-                topic,
-                record.encode(),
-                key=record.auction_id.encode(),
-                timestamp_ms=record.timestamp_ms,
-            )
-            sent += 1
-            ahead = sent / rate - (time.monotonic() - started)
-            if ahead > 0.02:
-                await asyncio.sleep(ahead)
-        await producer.flush()
-        produced_at = time.monotonic()
-        console.print(f"{produced_at - start:5.1f} s  all {sent} records produced")
-    finally:
-        await producer.stop()
-    return sent, produced_at
+def _lower_priority() -> None:
+    """An observer yields the CPU to the workers it watches (the demo's run time stays)."""
+    os.nice(10)
 
 
-async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -> str:
+class StatusSteps:
+    """`streamjoin status --once` at each step of the demo, as a user would type it; each runs
+    beside the demo (it never holds the timeline up) and prints its view whole once done."""
+
+    def __init__(self, bootstrap: str, workers: list[WorkerProcess], start: float) -> None:
+        self.bootstrap, self.workers, self.start = bootstrap, workers, start
+        self.pending: list[asyncio.Task[None]] = []
+
+    def show(self, step: str) -> None:
+        self.pending.append(asyncio.create_task(self._show(step, time.monotonic() - self.start)))
+
+    async def _show(self, step: str, at: float) -> None:
+        # The embedded broker describes groups without their metadata: name the workers.
+        urls = [f"http://127.0.0.1:{w.metrics_port}" for w in self.workers if w.running]
+        args = ["status", "app:joins", "--app-dir", str(APP_DIR), "--bootstrap", self.bootstrap]
+        args += ["--once", *(f"--worker={url}" for url in urls)]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "streamjoin",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "COLUMNS": "150"},  # as wide as the demo's lines, whoever runs it
+            preexec_fn=_lower_priority,
+        )
+        output, _ = await process.communicate()
+        console.print(f"{at:5.1f} s  {step}: $ streamjoin {' '.join(args)}", markup=False)
+        for line in output.decode(errors="replace").splitlines():
+            if line.strip():  # the view's blank separator lines are left out of a log
+                console.print(f"         {line.rstrip()}", markup=False)
+
+    async def wait(self) -> None:
+        await asyncio.gather(*self.pending)
+
+
+async def watch_learners(
+    worker: WorkerProcess, start: float, deadline: float, status: StatusSteps
+) -> str:
     """Show the new worker's learners restoring until it runs tasks; returns how many records
     it still had to restore when it took them over."""
     learning: set[str] = set()
@@ -83,13 +97,17 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
         while time.monotonic() < deadline:
             await asyncio.sleep(0.5)
             samples = await asyncio.to_thread(worker.samples)
+            if samples and not status.pending:
+                status.show("scale-out, worker-3 in the group")
             remaining = samples.get("streamjoin_restore_remaining", {})
             restored = samples.get("streamjoin_restored_total", {})
             for labels, value in remaining.items():
                 if 'standby="true"' not in labels:
                     continue
-                task = labels.split('"')[1]
+                task = re.search(r'task="([^"]+)"', labels).group(1)  # type: ignore[union-attr]
                 if task not in bars:
+                    if not learning:
+                        status.show("learner warm-up")
                     learning.add(task)
                     console.print(f"{time.monotonic() - start:5.1f} s  worker-3 learns {task}")
                     bars[task] = progress.add_task(f"learner {task}", total=None, remaining="?")
@@ -99,6 +117,7 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
                 )
             running = samples.get("streamjoin_tasks", {}).get('state="running"', 0)
             if running:
+                status.show("after the follow-up rebalance")
                 handoff = samples.get("streamjoin_restored_before_running", {})
                 console.print(
                     f"{time.monotonic() - start:5.1f} s  worker-3 runs {running:.0f} tasks after "
@@ -145,14 +164,14 @@ async def at(start: float, seconds: float) -> None:
     await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
 
-async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> bool:
+async def run(bootstrap: str, impressions: int, rate: float, seed: int, work_dir: Path) -> bool:
     await ensure_topics(
         connection_from_environment(bootstrap),
         [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)],
     )
     # Event times from now, as live traffic has: a broker's time-based retention (the windowed
     # changelogs' retention.ms) deletes records whose timestamps are already older than it.
-    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000))
+    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000), seed=seed)
     expected = expected_pairs(traffic)
     total = len(traffic.impressions) + len(traffic.clicks)
     console.print(
@@ -168,22 +187,25 @@ async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> 
         console.print("started worker-1 and worker-2")
         reader = asyncio.create_task(collect_output(bootstrap, PARTITIONS, log, stop_reading))
         start = time.monotonic()
+        status = StatusSteps(bootstrap, workers, start)
         following = asyncio.create_task(ownership.follow(workers, start, stop_reading))
         producing = asyncio.create_task(produce_paced(bootstrap, traffic, rate, start))
         await at(start, 12)
         workers[2].start()
         console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
-        restored_at_handoff = await watch_learners(workers[2], start, deadline=start + 45)
+        restored_at_handoff = await watch_learners(workers[2], start, start + 45, status)
         await at(start, 30)
         left["worker-1"] = time.monotonic() - start
         console.print(f"{left['worker-1']:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
         await query_once(workers, traffic, rate, start)
+        status.show("scale-in, worker-1 gone")
         _, produced_at = await producing
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(log.complete.wait(), 60)
         finished = time.monotonic()
         snapshots = {w.name: w.samples() for w in workers if w.running}
+        await status.wait()
         stop_reading.set()
         await reader
         await following
@@ -224,12 +246,27 @@ def arguments() -> argparse.ArgumentParser:
         help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
     )
     parser.add_argument("--impressions", type=int, default=40_000)
-    parser.add_argument("--rate", type=float, default=1_200, help="records per second")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=1_200,
+        help="records per second (--traffic-only sends each record at its own time instead)",
+    )
     parser.add_argument(
         "--traffic-only",
         action="store_true",
-        help="only send the traffic to --bootstrap, into topics that exist (for workers run "
-        "elsewhere, as in docker/docker-compose.yml)",
+        help="only send live traffic (stamped from now, each record at its own time) to "
+        "--bootstrap, into topics that exist (for workers run elsewhere, as in "
+        "docker/docker-compose.yml); once per seed",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=7, help="the traffic's seed: its auctions and clicks"
+    )
+    parser.add_argument(
+        "--click-within-s",
+        type=float,
+        default=CLICK_WITHIN_S,
+        help="--traffic-only: a click comes at most this long after its impression",
     )
     return parser
 
@@ -239,11 +276,7 @@ def main() -> None:
     if args.traffic_only:
         if args.bootstrap is None:
             sys.exit("--traffic-only needs --bootstrap HOST:PORT")
-        traffic = generate_traffic(args.impressions)
-        console.print(
-            f"sending {len(traffic.impressions)} impressions, {len(traffic.clicks)} clicks"
-        )
-        asyncio.run(produce_paced(args.bootstrap, traffic, args.rate, time.monotonic()))
+        asyncio.run(send_once(args.bootstrap, args.impressions, args.seed, args.click_within_s))
         return
     with ExitStack() as stack:
         bootstrap = args.bootstrap
@@ -252,7 +285,7 @@ def main() -> None:
             bootstrap = stack.enter_context(started).bootstrap
             console.print(f"{started.name} broker on {bootstrap} (data removed on exit)")
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))
-        ok = asyncio.run(run(bootstrap, args.impressions, args.rate, work_dir))
+        ok = asyncio.run(run(bootstrap, args.impressions, args.rate, args.seed, work_dir))
     sys.exit(0 if ok else 1)
 
 

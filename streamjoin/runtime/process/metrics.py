@@ -9,11 +9,13 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.metrics.registry import MetricsRegistry, Sample
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceReason, RebalanceRecorder
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEvent
 
 __all__ = (
     "RestoreTracker",
     "log_summary",
+    "register_rebalance_metrics",
     "register_worker_metrics",
 )
 
@@ -88,10 +90,18 @@ def register_worker_metrics(
         "join_unmatched_total", "counter", "Left/outer non-matches emitted", per_join("unmatched")
     )
     registry.register(
-        "late_dropped_total",
+        "join_late_joined_total",
         "counter",
-        "Records dropped: later than the join's grace period",
-        per_join("late_dropped"),
+        "Late stream-stream records (behind their window plus grace) that joined partners the "
+        "other side's store still held",
+        per_join("late_joined"),
+    )
+    registry.register(
+        "join_late_no_partner_total",
+        "counter",
+        "Late stream-stream records that found no partner (a left/outer side emits them as "
+        "non-matches)",
+        per_join("late_no_partner"),
     )
     registry.register(
         "join_no_match_dropped_total",
@@ -102,14 +112,21 @@ def register_worker_metrics(
     registry.register(
         "join_retracted_total",
         "counter",
-        "Tombstones a table-table join emitted for results that stopped existing",
+        "Tombstones a table-table or foreign-key join emitted",
         per_join("retracted"),
     )
     registry.register(
         "join_too_old_total",
         "counter",
-        "Stream records older than the history of the versioned table they join",
+        "Stream records older than the history of the versioned table they join (they join "
+        "only the key's latest version)",
         per_join("too_old"),
+    )
+    registry.register(
+        "join_too_old_updates_total",
+        "counter",
+        "Versioned table updates dropped: older than the table's history",
+        per_join("too_old_updates"),
     )
     registry.register(
         "join_stale_total",
@@ -180,16 +197,42 @@ def register_worker_metrics(
     )
 
 
+def register_rebalance_metrics(registry: MetricsRegistry, recorder: RebalanceRecorder) -> None:
+    """Why rebalances happened, and how long the output of the tasks moved here paused."""
+    registry.register(
+        "rebalances_by_reason_total",
+        "counter",
+        "Rebalances this worker took part in, by what it knows of their cause (one rebalance "
+        "may count under several reasons; group: started by another member)",
+        lambda: [((("reason", r.value),), float(recorder.reasons[r])) for r in RebalanceReason],
+    )
+    registry.register(
+        "handoffs_total",
+        "counter",
+        "Tasks that became active on this worker and processed their first record here",
+        lambda: [((), float(recorder.handoffs))],
+    )
+    registry.register(
+        "handoff_pause_seconds_total",
+        "counter",
+        "Seconds the output of those tasks paused, summed: from their old owner's stop to "
+        "their first record here (mean pause: rate of this over rate of handoffs_total)",
+        lambda: [((), recorder.handoff_pause_s)],
+    )
+
+
 def log_summary(manager: TaskManager, sink: ProducerSink) -> None:
     """What the worker did, logged as it stops: per join, then records in and out."""
     for join, (counters, dead) in sorted(manager.counters().items()):
         logger.info(
-            "join %s: %d matched, %d unmatched, %d late records dropped, %d skipped, "
-            "%d dead letters",
+            "join %s: %d matched, %d unmatched, %d late records (%d joined, %d with no "
+            "partner), %d skipped, %d dead letters",
             join,
             counters.matched,
             counters.unmatched,
-            counters.late_dropped,
+            counters.late,
+            counters.late_joined,
+            counters.late_no_partner,
             counters.skipped,
             dead,
         )

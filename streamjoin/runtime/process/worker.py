@@ -26,11 +26,9 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
-from streamjoin.assignment.model import TopicPartition
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
 from streamjoin.group.errors import CommitFailedError
-from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
@@ -53,9 +51,11 @@ from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
+from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
-from streamjoin.runtime.tasks.followup import FollowupTrigger
+from streamjoin.runtime.process.watch import watch_group
 from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.runtime.topology.topic_check import check_running_topics
 from streamjoin.state.dir_lock import holding_state_dir
@@ -100,6 +100,8 @@ class Worker:
         self.loop_monitor = LoopMonitor()
         self.services = tuple(services)
         self.watch: BrokerWatch | None = None
+        self.status: WorkerStatus | None = None  # its live state (GET /status) once it runs
+        self.last_commit_ms: int | None = None
 
     def stop(self) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
@@ -220,21 +222,21 @@ class Worker:
             self.app,
             self.options,
             assignor=roles.assignor,
-            listener=manager,
+            listener=(recorder := RebalanceRecorder(manager, roles)),
             isolation_level=self.isolation_level,
         )
         manager.fetch = consumer
         manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
-        self.followup = FollowupTrigger(
-            roles,
-            state,
-            acceptable_recovery_lag=self.app.settings.acceptable_recovery_lag,
-            stable=lambda: consumer.member.state is MemberState.STABLE,
-            generation=lambda: consumer.generation,
-            request_rejoin=consumer.request_rejoin,
-            max_backoff_s=self.app.settings.probing_rebalance_interval_s,
+        self.followup, self.status = watch_group(
+            self.app.settings,
+            self.options,
+            recorder,
+            consumer,
+            state=state,
+            restores=restores,
+            last_commit_ms=lambda: self.last_commit_ms,
         )
         self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
         register_metrics(
@@ -243,17 +245,19 @@ class Worker:
             sink,
             restores,
             state,
-            lag=self._lag,
+            lag=lambda: input_lags(consumer),
             loop_monitor=self.loop_monitor,
+            rebalances=recorder,
         )
         options = self.options
-        server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
+        server = await serve_metrics(self.metrics, options, self.status.document, roles)
         context = WorkerContext(topology, state, roles, self.metrics, self.global_tables)
         for service in self.services:
             await service.start(context)
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
+        watching = asyncio.create_task(self.status.run(), name="status")
         followups = asyncio.create_task(
             self.followup.run(catch_up=self.options.followup_on_catch_up),
             name="follow-up trigger",
@@ -274,8 +278,8 @@ class Worker:
         finally:
             for service in self.services:
                 await service.stop()  # before the stores it reads close
-            followups.cancel()
-            monitor.cancel()
+            for background in (followups, monitor, watching):
+                background.cancel()
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)
             logger.info("stopping: leaving the group")
@@ -341,13 +345,6 @@ class Worker:
             await self.sink.drain()
         return processed
 
-    def _lag(self) -> list[tuple[TopicPartition, int]]:
-        return [
-            (tp, lag)
-            for tp in sorted(self.consumer.assignment())
-            if (lag := self.consumer.lag(tp)) is not None
-        ]
-
     async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
         """Commit the input offsets of `tasks` (None: every task) once everything their
         processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
@@ -371,6 +368,7 @@ class Worker:
             except CommitFailedError as exc:
                 self._not_committed(exc)
                 return
+            self.last_commit_ms = int(time.time() * 1000)
             self.purger.after_commit(offsets)
 
     def _not_committed(self, exc: CommitFailedError) -> None:
@@ -394,3 +392,4 @@ class Worker:
             consumer=self.consumer,
             purger=self.purger,
         )
+        self.last_commit_ms = int(time.time() * 1000)
