@@ -114,15 +114,22 @@ def click_delay_ms(auction: int) -> int:
     return 1_000 + (auction * 7919) % 29_000
 
 
-async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -> None:
+async def produce(
+    bootstrap: str,
+    suffix: str,
+    auctions: range,
+    pace_s: float,
+    confirm_every: int = CONFIRMED_EVERY,
+) -> None:
     """An impression per auction and a click 1-30 s (event time) later, in time order; sends
     wait out a broker restart.
 
-    Each `CONFIRMED_EVERY` records are on the broker before the next are sent: a producer's
-    batches for different partitions may otherwise reach the broker hundreds of ms apart on a
-    loaded machine, seconds of this traffic's event time, and a click arriving more than the
-    window's grace (5 s) behind the impressions processed meanwhile is late, by design
-    (`max_task_idle_ms` 0 does not wait for producers)."""
+    Each `confirm_every` records are on the broker before the next are sent (0: no such wait,
+    as a plain producer sends): a producer's batches for different partitions may otherwise
+    reach the broker hundreds of ms apart on a loaded machine, seconds of this traffic's event
+    time, and a click arriving more than the window's grace (5 s) behind the impressions
+    processed meanwhile is late, by design (`max_task_idle_ms` 0 does not wait for
+    producers)."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, linger_ms=5, acks="all", request_timeout_ms=180_000
     )
@@ -137,7 +144,7 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
         for i, (ts, topic, a) in enumerate(sorted(events)):
             value = json.dumps({"auction": a, "ts": ts}).encode()
             await producer.send(topic, value, key=f"a{a}".encode(), timestamp_ms=ts)
-            if i % CONFIRMED_EVERY == CONFIRMED_EVERY - 1:
+            if confirm_every and i % confirm_every == confirm_every - 1:
                 await producer.flush()
             if pace_s and i % 100 == 99:
                 await asyncio.sleep(pace_s)
