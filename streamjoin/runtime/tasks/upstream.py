@@ -1,0 +1,135 @@
+"""How far a join behind a repartition topic may go: no further than the oldest record still
+on its way to it (issue 35), or that record arrives behind the join's stream time and is late.
+
+For partition p of a repartition topic, a record may still come from
+- a key_by task of this worker: no older than the record it would re-key next (WAITING while
+  its input has records on the broker not fetched yet, or none fetched so far);
+- this worker's writes not yet fetched back (in_flight.py): no older than the oldest of them;
+- a key_by task of another worker: no older than the first record after the offset the group
+  has committed for its input partition, read from the broker (remote_upstream.py). That look
+  covers what was on the broker when it began: a record the join fetched after it began may
+  be newer than records the look did not see, so the join takes none of those before the next
+  look.
+The join processes no record stamped later than the oldest of these (its limit). A key_by
+whose input is caught up limits nothing: as Kafka Streams' max.task.idle.ms=0, nobody waits
+for records the producers have not written yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.runtime.ordering import NO_LIMIT, WAITING
+from streamjoin.runtime.running_task import PartitionLag, RunningTask
+from streamjoin.runtime.tasks.in_flight import InFlightWrites
+from streamjoin.runtime.topology import AppTopology, TaskId
+
+__all__ = ("Hop", "RemoteBounds", "RemoteView", "UpstreamGate", "hops", "in_flight_writes")
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """A repartition topic, the sub-topology whose tasks write it and the one reading it."""
+
+    topic: str
+    writer: str
+    reader: str
+
+
+def hops(topology: AppTopology) -> tuple[Hop, ...]:
+    readers = {topic: name for name in topology.names for topic in topology.inputs(name)}
+    return tuple(
+        Hop(r.topic.name, topology.subtopology_of(r.subtopology), readers[r.topic.name])
+        for r in topology.repartitions
+        if r.topic.name in readers
+    )
+
+
+def in_flight_writes(topology: AppTopology) -> InFlightWrites:
+    """A tracker of the worker's writes to the app's repartition topics (each partitioned as
+    the sub-topology reading it)."""
+    return InFlightWrites({h.topic: topology.partitions[h.reader] for h in hops(topology)})
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteView:
+    """What the writer's tasks on other workers may still write is no older than `oldest`, as
+    seen by a look that began when the worker's fetching stood at `covered`."""
+
+    oldest: int
+    covered: Mapping[TopicPartition, int]
+
+    def limit(self, heads: Mapping[TopicPartition, Any]) -> int:
+        """The limit it sets a task whose next records are `heads`: `oldest`, and short of
+        any record fetched after the look began."""
+        limit = self.oldest
+        for tp, record in heads.items():
+            seen = self.covered.get(tp)
+            if seen is None or record.offset >= seen:
+                limit = min(limit, record.timestamp - 1)
+        return limit
+
+
+class RemoteBounds(Protocol):
+    def view(self, hop: Hop, partition: int, local: frozenset[int]) -> RemoteView | None:
+        """Where the writer's tasks on other workers stand, for `partition` of the hop's topic
+        (`local`: the writer's partitions this worker runs); None: not known yet."""
+        ...
+
+
+class _AllLocal:
+    def view(self, hop: Hop, partition: int, local: frozenset[int]) -> RemoteView | None:
+        return RemoteView(NO_LIMIT, {})
+
+
+class UpstreamGate:
+    """The limit of each running task that reads a repartition topic."""
+
+    def __init__(self, topology: AppTopology, writes: InFlightWrites) -> None:
+        self.hops = hops(topology)
+        self.writers = frozenset(h.writer for h in self.hops)
+        self._partitions = topology.partitions
+        self.writes = writes
+        self.remote: RemoteBounds = _AllLocal()
+        """Where other workers' key_by tasks stand (remote_upstream.py; the worker sets it)."""
+
+    def limits(
+        self,
+        active: Mapping[TaskId, RunningTask | None],
+        now_ms: float,
+        lag: PartitionLag,
+    ) -> dict[TaskId, int]:
+        """Per running task reading a repartition topic, the latest timestamp it may process
+        now (`active`: the worker's tasks, None while restoring)."""
+        if not self.hops:
+            return {}
+        upstream: dict[str, tuple[int, frozenset[int]]] = {}
+        for writer in self.writers:
+            next_ts, local = NO_LIMIT, set[int]()
+            for task_id, running in active.items():
+                if task_id.subtopology != writer:
+                    continue
+                local.add(task_id.partition)
+                ts = WAITING if running is None else running.next_timestamp(now_ms, lag)
+                next_ts = min(next_ts, ts)
+            upstream[writer] = (next_ts, frozenset(local))
+        limits: dict[TaskId, int] = {}
+        for task_id, running in active.items():
+            if running is None:
+                continue
+            for hop in self.hops:
+                if hop.reader != task_id.subtopology:
+                    continue
+                next_ts, writing_here = upstream[hop.writer]
+                on_way = self.writes.oldest(TopicPartition(hop.topic, task_id.partition))
+                limit = min(
+                    limits.get(task_id, NO_LIMIT), next_ts, NO_LIMIT if on_way is None else on_way
+                )
+                if len(writing_here) < self._partitions[hop.writer]:
+                    view = self.remote.view(hop, task_id.partition, writing_here)
+                    limit = min(limit, WAITING if view is None else view.limit(running.heads()))
+                limits[task_id] = limit
+        return limits
