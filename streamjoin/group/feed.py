@@ -185,7 +185,6 @@ class PartitionFeed:
                 self._next[tp] = fresh[-1].offset + 1
         return delivered
 
-
     def _note_answers(self) -> None:
         """Note when answers resume after a gap (see RESUME_SETTLE_MS); after every fetch, so
         a gap is one in the answers, not in the questions asked here."""
