@@ -228,6 +228,7 @@ def member_task(
     else:
         processor = build_processor(member, state, sink)
     sorted_topics = time_sorted_topics(app)
+    sources = {r.topic.name: r.source.name for r in app.repartitions}
     return JoinTask(
         app_id,
         member,
@@ -243,4 +244,5 @@ def member_task(
             for side, topic in zip(SIDES, member.input_topics, strict=False)
             if topic in sorted_topics
         ),
+        rekeyed={i: sources[t] for i, t in enumerate(member.input_topics) if t in sources},
     )

@@ -26,6 +26,7 @@ from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceReco
 from streamjoin.runtime.ordering import NO_LIMIT, TimestampOrderedInputs
 from streamjoin.runtime.output import OutputWriter
 from streamjoin.runtime.sink import RecordSink
+from streamjoin.runtime.tasks.lateness import LatenessReport, late_records
 from streamjoin.runtime.topology import JoinProcessor, TaskId
 
 __all__ = ("JoinTask",)
@@ -65,9 +66,11 @@ class JoinTask:
         max_future_ms: int = DEFAULT_MAX_FUTURE_MS,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         time_sorted: frozenset[Side] = frozenset(),
+        rekeyed: dict[int, str] | None = None,
     ) -> None:
         """`time_sorted`: sides read in timestamp order rather than offset order (a
-        repartition topic that several workers write; see TimeSortedBuffer)."""
+        repartition topic that several workers write; see TimeSortedBuffer); `rekeyed`: the
+        topic each side read through a key_by comes from (for messages)."""
         self.app_id = app_id
         self.spec = spec
         self.time_sorted = time_sorted
@@ -91,6 +94,7 @@ class JoinTask:
         self._chains = (_chain(spec, Side.LEFT), _chain(spec, Side.RIGHT))
         self.filtered = 0
         """Records a filter step dropped."""
+        self.lateness = LatenessReport(spec, str(task_id), rekeyed)
         self._positions: dict[Side, int] = {}
         self._skipped_through: dict[Side, int] = {}
         """Per side: the offset after the last record refused before it was buffered; it counts
@@ -206,7 +210,12 @@ class JoinTask:
                     self.filtered += 1
                     self._positions[side] = record.offset + 1
                     return
+            counters = self.processor.counters
+            late = late_records(counters)
             results = self.processor.process(source)
+            if late_records(counters) != late:
+                stream_time = getattr(self.processor, "stream_time", None)
+                self.lateness.late(side, record.timestamp, stream_time)
         except (SerdeError, BadRecordError, StepError) as error:
             self._reject(side, record, error)
         else:

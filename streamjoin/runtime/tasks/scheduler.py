@@ -21,6 +21,7 @@ from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.ordering import NO_LIMIT, WAITING
 from streamjoin.runtime.producer_sink import ProducerSink
 from streamjoin.runtime.running_task import PartitionLag, RunningTask
+from streamjoin.runtime.task import JoinTask
 from streamjoin.runtime.tasks.remote_upstream import RemoteUpstream
 from streamjoin.runtime.tasks.upstream import UpstreamGate, in_flight_writes
 from streamjoin.runtime.topology import AppTopology, TaskId
@@ -62,6 +63,7 @@ class Scheduler:
         self.held_s = 0.0
         """Seconds joins spent held back by their upstream, summed over tasks (a metric)."""
         self._last_round: float | None = None
+        self._lateness_at = 0.0
 
     async def close(self) -> None:
         if self._remote is not None:
@@ -108,7 +110,20 @@ class Scheduler:
                     still_busy.append(unit)
             units = still_busy
         self._note_held(active, limits, counts, now_ms, lag)
+        self._sum_up_lateness(active)
         return done
+
+    def _sum_up_lateness(self, active: Mapping[TaskId, RunningTask | None]) -> None:
+        """Once a second, let each join task sum up its late records if a minute has passed
+        (lateness.py), also when no record of it comes any more."""
+        now = time.monotonic()
+        if now - self._lateness_at < 1.0:
+            return
+        self._lateness_at = now
+        for running in active.values():
+            for member in running.members if running is not None else ():
+                if isinstance(member, JoinTask):
+                    member.lateness.tick()
 
     def _note_held(
         self,
