@@ -58,8 +58,8 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
-from streamjoin.assignment.consumer.sticky import StickyAssignor
-from streamjoin.assignment.consumer.sticky_user_data import encode_sticky_user_data
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
+from streamjoin.assignment.consumer.sticky.user_data import encode_sticky_user_data
 from streamjoin.assignment.consumer.summary import is_balanced
 from streamjoin.assignment.model import (
     NO_GENERATION,

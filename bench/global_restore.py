@@ -27,7 +27,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.global_tables import GlobalTables
+from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 

@@ -40,8 +40,8 @@ from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.query.paths import lookup_path
-from streamjoin.runtime.topology import TaskId
-from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.runtime.process.worker import Worker, WorkerOptions
+from streamjoin.runtime.topology.app_topology import TaskId
 
 PARTITIONS = 4
 SUBTOPOLOGIES = ("enrich", "price", "geo")

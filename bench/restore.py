@@ -40,7 +40,7 @@ from streamjoin.state import (
     ensure_changelogs,
 )
 from streamjoin.state.changelog_writer import ChangelogWriter
-from streamjoin.state.encoding import window_changelog_key
+from streamjoin.state.stores.encoding import window_changelog_key
 
 APP = "bench"
 KEYS = 50_000

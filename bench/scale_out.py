@@ -55,7 +55,7 @@ from scale_out_traffic import Arrivals, produce_load, produce_state, state_sizes
 
 from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 
 WINDOW_AFTER_MS = 3_600_000
 STEADY_S = 5.0

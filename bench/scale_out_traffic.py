@@ -11,7 +11,7 @@ from collections import defaultdict
 from ads_join import Click, Impression, longest_gap, make_app, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.state import changelog_end_offset_sums
 
 __all__ = ("Arrivals", "produce_load", "produce_state", "state_sizes")

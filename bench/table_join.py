@@ -37,7 +37,7 @@ from streamjoin import App
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.compiled import build_description
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.runtime.process.worker import Worker, WorkerOptions
 
 
 def make_app(prefix: str, partitions: int) -> App:

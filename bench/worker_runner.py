@@ -39,7 +39,7 @@ from unbounded import unbounded_settings
 
 from streamjoin import JoinWindows
 from streamjoin.compiled import build_description
-from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
 from streamjoin.state.memory import parse_size
 

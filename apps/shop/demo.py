@@ -58,7 +58,7 @@ from streamjoin.cli.describe import render  # noqa: E402
 from streamjoin.dsl.topology import compile_topology  # noqa: E402
 from streamjoin.kafka.security_config import connection_from_environment  # noqa: E402
 from streamjoin.kafka.topics import TopicSpec, ensure_topics  # noqa: E402
-from streamjoin.runtime.description import describe_topology  # noqa: E402
+from streamjoin.runtime.topology.description import describe_topology  # noqa: E402
 
 LAYOUT = {"shop-orders": 6, "shop-payments": 4, "shop-shipments": 3, "shop-countries": 2}
 TABLES = {ORDER_BOOK: 6, CUSTOMERS: 3}

@@ -23,7 +23,7 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.topics import partition_counts
-from streamjoin.runtime.description import describe_topology
+from streamjoin.runtime.topology.description import describe_topology
 
 __all__ = ("register",)
 

@@ -10,7 +10,7 @@ from typing import Literal
 from streamjoin.errors import ConfigurationError
 from streamjoin.group.offset_reset import OffsetReset, check_policy
 from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.runtime.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
+from streamjoin.runtime.tasks.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
 
 __all__ = ("PROCESSING_GUARANTEES", "AppSettings", "check_guarantee", "check_settings")

@@ -34,8 +34,8 @@ from streamjoin.query.paths import (
 )
 from streamjoin.query.service import QueryError, QueryService, QueryStats, Request, Unreachable
 from streamjoin.query.stores import FOREVER_MS, KeyQuery
-from streamjoin.runtime.global_tables import GlobalTables
-from streamjoin.runtime.topology import AppTopology
+from streamjoin.runtime.tasks.global_tables import GlobalTables
+from streamjoin.runtime.topology.app_topology import AppTopology
 from streamjoin.state.manager import StateManager
 
 __all__ = ("QueryServer", "advertised_url")

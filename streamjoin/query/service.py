@@ -22,13 +22,13 @@ from streamjoin.query.stores import (
     queryable_stores,
     task_of,
 )
-from streamjoin.runtime.global_tables import GlobalTables
-from streamjoin.runtime.topology import AppTopology, StoreLookup, TaskId
-from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.runtime.tasks.global_tables import GlobalTables
+from streamjoin.runtime.topology.app_topology import AppTopology, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.versioned_store import VersionedStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_state import TaskPhase, TaskState
-from streamjoin.state.versioned_store import VersionedStore
-from streamjoin.state.window_store import WindowStore
 
 __all__ = ("Placement", "QueryError", "QueryService", "QueryStats", "Request")
 

@@ -22,9 +22,9 @@ from streamjoin.dsl.spec import JoinSpec
 from streamjoin.dsl.topics import Table, Topic
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.joins.records import unpack_stored
-from streamjoin.runtime.topology import StoreLookup, TaskId
-from streamjoin.state.global_store import unpack_global
-from streamjoin.state.table_values import unpack_table_value
+from streamjoin.runtime.topology.app_topology import StoreLookup, TaskId
+from streamjoin.state.stores.global_store import unpack_global
+from streamjoin.state.stores.table_values import unpack_table_value
 
 __all__ = (
     "FOREVER_MS",

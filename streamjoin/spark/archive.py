@@ -16,8 +16,8 @@ from pyspark.sql import functions as sf
 
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.connection import KafkaTarget
-from streamjoin.spark.kafka_io import read_ranges
-from streamjoin.spark.offsets import OffsetRange, plan_ranges
+from streamjoin.spark.kafka.io import read_ranges
+from streamjoin.spark.kafka.offsets import OffsetRange, plan_ranges
 from streamjoin.spark.records import RECORD_SCHEMA
 
 __all__ = ("archive_topic", "archived_ends", "path_exists", "read_archive")

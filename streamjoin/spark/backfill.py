@@ -22,8 +22,8 @@ from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.spark.archive import path_exists
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
-from streamjoin.spark.kafka_io import write_topic
-from streamjoin.spark.offsets import OffsetRange, run_sync
+from streamjoin.spark.kafka.io import write_topic
+from streamjoin.spark.kafka.offsets import OffsetRange, run_sync
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 
 __all__ = ("BackfillJob", "OutputTarget", "backfill", "ensure_output_topic", "write_output")

@@ -27,7 +27,7 @@ from streamjoin.maven_jars import (
     copy_dependencies,
     is_complete,
 )
-from streamjoin.spark.kafka_io import official_connector_available
+from streamjoin.spark.kafka.io import official_connector_available
 from streamjoin.spark.session import is_local
 
 __all__ = (

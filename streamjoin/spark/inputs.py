@@ -13,8 +13,8 @@ from pyspark.sql import functions as sf
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.spark.archive import read_archive
-from streamjoin.spark.kafka_io import read_ranges
-from streamjoin.spark.offsets import OffsetRange, OffsetSelection, plan_ranges
+from streamjoin.spark.kafka.io import read_ranges
+from streamjoin.spark.kafka.offsets import OffsetRange, OffsetSelection, plan_ranges
 
 __all__ = ("Sources", "TimeRange", "TopicInputs", "parse_instant", "read_topics")
 

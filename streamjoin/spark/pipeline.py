@@ -1,7 +1,7 @@
 """A join on Spark from input records to output records: the window join, then the joiner
 (native columns for a field mapping, Python otherwise), then records as the streaming runtime
-writes them (runtime/output.py): the joined key, the output timestamp, provenance headers, and
-the task's partition for records without a key.
+writes them (runtime/tasks/output_writer.py): the joined key, the output timestamp, provenance
+headers, and the task's partition for records without a key.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pyspark.sql import functions as sf
 
 from streamjoin.dsl.fields import FieldMapping
 from streamjoin.dsl.spec import JoinSpec
-from streamjoin.runtime.output import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
+from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.compiler import join_records
-from streamjoin.spark.joiner_fields import mapping_value
-from streamjoin.spark.joiner_python import apply_python_joiner
+from streamjoin.spark.joiner.fields import mapping_value
+from streamjoin.spark.joiner.python import apply_python_joiner
 from streamjoin.spark.steps import apply_steps
 
 __all__ = ("JoinOptions", "join_results", "output_records")

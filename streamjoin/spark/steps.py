@@ -1,5 +1,6 @@
 """A join input's filter/map_values steps on Spark: the same StepChain the streaming join task
-runs (runtime/task.py), per row in Python workers through `mapInArrow`, before the window join.
+runs (runtime/tasks/join_task.py), per row in Python workers through `mapInArrow`, before the
+window join.
 
 A record a step fails on is dropped when `skip_failures` (the worker dead-letters it), else it
 fails the job. The records keep their topic, partition and offset, so the join's provenance

@@ -19,8 +19,8 @@ from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.watermarks import topic_partitions
 from streamjoin.spark.backfill import ensure_output_topic
-from streamjoin.spark.kafka_io import read_stream, write_topic
-from streamjoin.spark.offsets import run_sync
+from streamjoin.spark.kafka.io import read_stream, write_topic
+from streamjoin.spark.kafka.offsets import run_sync
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 
 __all__ = ("StreamSource", "StreamTarget", "Trigger", "start_stream", "streamable")

@@ -20,12 +20,12 @@ from streamjoin.state.events import (
     StateListener,
     StateWiped,
 )
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.manager import StateConfig, StateManager
 from streamjoin.state.reader import ReaderConfig
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM, TaskPhase, TaskState
-from streamjoin.state.window_store import WindowStore
 
 __all__ = (
     "RUNNING_ACTIVE_OFFSET_SUM",

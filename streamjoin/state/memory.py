@@ -10,7 +10,7 @@ threads, which a loaded machine runs late, and writes never stall (the event loo
 heartbeating): so every write to a store also checks the shared usage, and past the limit the
 budget flushes the largest memtables then and there (`relieve_write_buffers`), running tasks
 and restores alike. The window stores' newest records
-(recent_records.py) take the rest of the budget, also one figure for all of them.
+(stores/recent_records.py) take the rest of the budget, also one figure for all of them.
 
 A store opened later (a learner, a standby, a task after a rebalance) joins the same budget;
 closing a store gives its share back.
@@ -29,7 +29,7 @@ from typing import Protocol
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager
 
 from streamjoin.errors import ConfigurationError
-from streamjoin.state.recent_records import RecentBudget
+from streamjoin.state.stores.recent_records import RecentBudget
 
 __all__ = (
     "DEFAULT_MEMORY_BUDGET_BYTES",
@@ -184,7 +184,7 @@ class MemoryBudget:
         """Memtables flushed by `relieve_write_buffers` (RocksDB's own flushes fell behind)."""
         self.input_bytes = input_share(total_bytes)
         """Fetched records waiting in the tasks' input buffers, all tasks together (the worker
-        pauses fetching past it; see runtime/input_size.py)."""
+        pauses fetching past it; see runtime/tasks/input_size.py)."""
         self.rocksdb_bytes = total_bytes - recent - self.input_bytes
         # A third: memtables overshoot the limit while their flushes run (measured: by half).
         self.write_buffer_bytes = self.rocksdb_bytes // 3

@@ -22,16 +22,16 @@ from streamjoin.state.events import (
     RestoreStarted,
     StateEvents,
 )
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
-from streamjoin.state.store_base import LocalStore
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.store_base import LocalStore
+from streamjoin.state.stores.versioned_store import VersionedStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_stores import TaskStores
-from streamjoin.state.versioned_store import VersionedStore
-from streamjoin.state.window_store import WindowStore
 
 __all__ = ("RUNNING_ACTIVE_OFFSET_SUM", "TaskPhase", "TaskState")
 

@@ -22,13 +22,13 @@ from streamjoin.state.checkpoint import (
 )
 from streamjoin.state.errors import StateError, StoreLockedError
 from streamjoin.state.events import StateEvents, StateWiped
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
-from streamjoin.state.store_base import LocalStore
-from streamjoin.state.versioned_store import VersionedStore
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.store_base import LocalStore
+from streamjoin.state.stores.versioned_store import VersionedStore
+from streamjoin.state.stores.window_store import WindowStore
 
 __all__ = ("TaskStores", "store_class")
 

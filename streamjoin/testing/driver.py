@@ -30,20 +30,20 @@ from streamjoin.dsl.topics import Topic
 from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.partitioning import partition_for_key
-from streamjoin.runtime.dead_letters import dead_letter_topic
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Side
-from streamjoin.runtime.repartition import RepartitionTask
-from streamjoin.runtime.sink import OutgoingRecord
-from streamjoin.runtime.task import JoinTask
-from streamjoin.runtime.topology import TaskId, build_processor
-from streamjoin.runtime.worker_memory import memory_budget
-from streamjoin.state.global_store import GlobalStore
-from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.runtime.output.dead_letters import dead_letter_topic
+from streamjoin.runtime.output.sink import OutgoingRecord
+from streamjoin.runtime.process.memory import memory_budget
+from streamjoin.runtime.tasks.join_task import JoinTask
+from streamjoin.runtime.tasks.repartition import RepartitionTask
+from streamjoin.runtime.topology.app_topology import TaskId, build_processor
 from streamjoin.state.layout import StateDirectory
-from streamjoin.state.store_base import LocalStore
-from streamjoin.state.versioned_store import VersionedStore
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.global_store import GlobalStore
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.store_base import LocalStore
+from streamjoin.state.stores.versioned_store import VersionedStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.testing.memory_changelog import MemoryChangelogProducer
 from streamjoin.testing.stores import GlobalTables, TaskStores
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
-from streamjoin.runtime.topology import TaskId, store_specs
+from streamjoin.runtime.topology.app_topology import TaskId, store_specs
 from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.changelog_writer import ChangelogWriter
-from streamjoin.state.global_store import GlobalStore
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
-from streamjoin.state.store_base import LocalStore
+from streamjoin.state.stores.global_store import GlobalStore
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.store_base import LocalStore
+from streamjoin.state.stores.versioned_store import VersionedStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_stores import store_class
-from streamjoin.state.versioned_store import VersionedStore
-from streamjoin.state.window_store import WindowStore
 from streamjoin.testing.memory_changelog import MemoryChangelogProducer
 
 __all__ = ("GlobalTables", "TaskStores")

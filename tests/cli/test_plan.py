@@ -18,7 +18,7 @@ from streamjoin.assignment.consumer.consumer_protocol import encode_assignment, 
 from streamjoin.assignment.model import Assignment, Subscription, TopicPartition
 from streamjoin.broker import Broker, KafkaBroker
 from streamjoin.cli import app
-from streamjoin.cli.plan_live import group_scenario
+from streamjoin.cli.plan.live import group_scenario
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 

@@ -13,7 +13,7 @@ from streamjoin.assignment.task_metadata import (
     encode_subscription_info,
 )
 from streamjoin.assignment.tasks import TaskId, plan_tasks
-from streamjoin.cli.plan_live_tasks import task_group_scenario
+from streamjoin.cli.plan.live_tasks import task_group_scenario
 from streamjoin.errors import ConfigurationError
 
 

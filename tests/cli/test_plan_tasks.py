@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from streamjoin.assignment import plan_tasks
 from streamjoin.cli import app
-from streamjoin.cli.plan_tasks import run_task_plan
+from streamjoin.cli.plan.tasks import run_task_plan
 
 SCENARIO: dict[str, Any] = {
     "config": {"acceptable_recovery_lag": 100, "max_warmup_replicas": 1, "num_standby_replicas": 0},

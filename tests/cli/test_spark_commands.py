@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from streamjoin.cli import app
-from streamjoin.cli.spark_support import reported
+from streamjoin.cli.spark.support import reported
 
 runner = CliRunner()
 
@@ -27,7 +27,7 @@ def test_without_pyspark_the_commands_say_how_to_install_it(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "streamjoin.cli.spark_support.pyspark_missing",
+        "streamjoin.cli.spark.support.pyspark_missing",
         lambda: (
             "PySpark is not installed; install the Spark extra: pip install 'streamjoin[spark]'"
         ),
@@ -41,7 +41,7 @@ def test_without_pyspark_the_commands_say_how_to_install_it(
 def test_without_java_the_commands_say_so(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("streamjoin.cli.spark_support.java_missing", lambda: "Spark needs Java 17")
+    monkeypatch.setattr("streamjoin.cli.spark.support.java_missing", lambda: "Spark needs Java 17")
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert "Spark needs Java 17" in result.output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamjoin import App, JoinWindows
-from streamjoin.cli.spark_support import runnable_join
+from streamjoin.cli.spark.support import runnable_join
 from streamjoin.errors import ConfigurationError
 
 

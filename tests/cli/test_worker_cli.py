@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin.broker import Broker
-from streamjoin.cli.worker_processes import parse_processes
+from streamjoin.cli.worker.processes import parse_processes
 
 APP = """
 import streamjoin

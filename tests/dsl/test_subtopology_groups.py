@@ -14,7 +14,7 @@ from streamjoin.dsl.topology import compile_topology, subtopology_groups
 from streamjoin.errors import ConfigurationError
 from streamjoin.query.service import QueryService
 from streamjoin.query.stores import task_of
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 
 WINDOW = JoinWindows.of(10)
 

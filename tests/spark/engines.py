@@ -25,7 +25,7 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import subtopology_groups
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
-from streamjoin.runtime.output import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
+from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 from streamjoin.spark.records import RECORD_SCHEMA
 from streamjoin.testing import TestDriver

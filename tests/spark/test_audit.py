@@ -15,7 +15,7 @@ from join_cases import build_app
 from pyspark.sql import SparkSession
 
 from streamjoin.spark.archive import archive_topic
-from streamjoin.spark.audit import audit
+from streamjoin.spark.audit.job import audit
 from streamjoin.spark.inputs import Sources
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]

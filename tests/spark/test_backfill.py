@@ -21,8 +21,8 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.spark.archive import archive_topic
 from streamjoin.spark.backfill import OutputTarget, backfill, write_output
 from streamjoin.spark.inputs import Sources, TimeRange
-from streamjoin.spark.kafka_io import read_ranges
-from streamjoin.spark.offsets import plan_ranges
+from streamjoin.spark.kafka.io import read_ranges
+from streamjoin.spark.kafka.offsets import plan_ranges
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(120)]
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from streamjoin.broker import Broker
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.spark.offsets import (
+from streamjoin.spark.kafka.offsets import (
     OffsetRange,
     OffsetSelection,
     parse_offset_selection,

@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.cli.spark_stream import _interval, _progress_line
-from streamjoin.spark.kafka_stream import StreamOffsets, bounded_ends
-from streamjoin.spark.offsets import OffsetRange
+from streamjoin.cli.spark.stream import _interval, _progress_line
+from streamjoin.spark.kafka.offsets import OffsetRange
+from streamjoin.spark.kafka.stream_source import StreamOffsets, bounded_ends
 from streamjoin.spark.stream_run import batch_progress
 
 _bounds = st.lists(

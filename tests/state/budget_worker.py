@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from streamjoin.state.encoding import window_changelog_key
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.memory import MemoryBudget, return_freed_memory_promptly
 from streamjoin.state.specs import StoreSpec
-from streamjoin.state.store_base import LocalStore
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.encoding import window_changelog_key
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.store_base import LocalStore
+from streamjoin.state.stores.window_store import WindowStore
 
 RECORDS_PER_COMMIT = 1_000
 """Per store: about what a task of the ads join puts between two commits (1 MB)."""

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamjoin.errors import ProtocolDecodeError
-from streamjoin.state.encoding import (
+from streamjoin.state.stores.encoding import (
     NO_TIME,
     SEQUENCE_MODULUS,
     decode_meta,

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from streamjoin.errors import ProtocolDecodeError
 from streamjoin.state.errors import StoreNotWritableError
-from streamjoin.state.kv_store import KeyValueStore, merge_overlay
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
+from streamjoin.state.stores.kv_store import KeyValueStore, merge_overlay
 
 MEMORY = MemoryBudget()
 
@@ -165,7 +165,7 @@ def test_reads_match_a_dict_model(
 def test_a_table_store_restores_from_its_source_topic_and_logs_nothing(
     tmp_path: Path, recording_writer: Callable[[], Any], make_record: Callable[..., Any]
 ) -> None:
-    from streamjoin.state.table_values import unpack_table_value
+    from streamjoin.state.stores.table_values import unpack_table_value
 
     store = KeyValueStore(StoreSpec.kv("t", source_topic="users"), tmp_path / "t", MEMORY)
     store.restore(

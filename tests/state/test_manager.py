@@ -30,7 +30,7 @@ from streamjoin.state import (
     ensure_changelogs,
 )
 from streamjoin.state.changelog_writer import ChangelogWriter
-from streamjoin.state.encoding import split_changelog_key
+from streamjoin.state.stores.encoding import split_changelog_key
 from streamjoin.state.task_state import TaskPhase, TaskState
 
 pytestmark = pytest.mark.broker

@@ -13,7 +13,6 @@ from rocksdict import BlockBasedOptions, Options
 
 from streamjoin.dsl.app import App
 from streamjoin.errors import ConfigurationError
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.memory import (
     MIN_ROCKSDB_BYTES,
     STORE_OVERHEAD_BYTES,
@@ -21,7 +20,8 @@ from streamjoin.state.memory import (
     parse_size,
 )
 from streamjoin.state.specs import StoreSpec
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.window_store import WindowStore
 
 MIB = 1 << 20
 

@@ -38,7 +38,7 @@ def rss_bytes(pid: int) -> int | None:
 def baseline_rss() -> int:
     """RSS of an interpreter that has imported what the worker imports."""
     probe = (
-        "import streamjoin.state.window_store, streamjoin.state.kv_store, "
+        "import streamjoin.state.stores.window_store, streamjoin.state.stores.kv_store, "
         "streamjoin.state.memory, sys; print('imported', flush=True); sys.stdin.readline()"
     )
     with subprocess.Popen(

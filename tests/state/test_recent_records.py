@@ -6,8 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.state.encoding import NO_TIME
-from streamjoin.state.recent_records import RECORD_OVERHEAD_BYTES, RecentBudget, RecentRecords
+from streamjoin.state.stores.encoding import NO_TIME
+from streamjoin.state.stores.recent_records import (
+    RECORD_OVERHEAD_BYTES,
+    RecentBudget,
+    RecentRecords,
+)
 
 ONE = 1 + 1 + RECORD_OVERHEAD_BYTES
 """Estimated size of a record with a one-byte key and a one-byte value."""

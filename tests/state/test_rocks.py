@@ -6,7 +6,7 @@ import pytest
 
 from streamjoin.state.errors import StateError, StoreLockedError
 from streamjoin.state.memory import MemoryBudget
-from streamjoin.state.rocks import open_rocksdb, scan
+from streamjoin.state.stores.rocks import open_rocksdb, scan
 
 OPTIONS = MemoryBudget().options("s")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.state.segments import Segments
+from streamjoin.state.stores.segments import Segments
 
 small = st.integers(min_value=-200, max_value=200)
 positive = st.integers(min_value=1, max_value=50)

@@ -11,12 +11,12 @@ import pytest
 from streamjoin.state.checkpoint import StoreOffset, write_checkpoint
 from streamjoin.state.errors import StateError
 from streamjoin.state.events import StateEvent, StateEvents, StateWiped
-from streamjoin.state.kv_store import KeyValueStore
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec, TaskSpec
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_stores import TaskStores
-from streamjoin.state.window_store import WindowStore
 
 SPEC = TaskSpec("0_2", 2, 4, (StoreSpec.kv("kv"), StoreSpec.window("win", retention_ms=100)))
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
-from streamjoin.state.table_values import pack_table_value
-from streamjoin.state.versioned_store import VersionedStore
+from streamjoin.state.stores.table_values import pack_table_value
+from streamjoin.state.stores.versioned_store import VersionedStore
 
 MEMORY = MemoryBudget()
 HISTORY = 100

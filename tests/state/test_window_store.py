@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from rocksdict import Options, Rdict
 
 from streamjoin.errors import ProtocolDecodeError
-from streamjoin.state.encoding import NO_TIME
 from streamjoin.state.memory import MIN_ROCKSDB_BYTES, STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.encoding import NO_TIME
+from streamjoin.state.stores.window_store import WindowStore
 
 SPEC = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
 MEMORY = MemoryBudget()

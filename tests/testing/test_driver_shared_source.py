@@ -8,7 +8,7 @@ from typing import Any
 
 from streamjoin import App, JoinWindows
 from streamjoin.cli.describe import render
-from streamjoin.runtime.description import describe_topology
+from streamjoin.runtime.topology.description import describe_topology
 from streamjoin.testing import TestDriver
 
 WINDOW = JoinWindows(before=0, after=100, grace=10)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from streamjoin import App, JoinWindows
 from streamjoin.errors import ConfigurationError
-from streamjoin.runtime.dead_letters import BadRecordError
+from streamjoin.runtime.output.dead_letters import BadRecordError
 from streamjoin.testing import TestDriver
 
 WINDOW = JoinWindows(before=0, after=100, grace=10)

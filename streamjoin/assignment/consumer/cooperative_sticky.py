@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.cooperative import CooperativeStep, cooperative_step
-from streamjoin.assignment.consumer.sticky import PreviousOwnership, sticky_assign
+from streamjoin.assignment.consumer.sticky.assignor import PreviousOwnership, sticky_assign
 from streamjoin.assignment.consumer.topic_layout import group_by_topic
 from streamjoin.assignment.model import (
     NO_GENERATION,

@@ -18,7 +18,7 @@ from streamjoin.assignment.consumer.cooperative import CooperativeStep
 from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
 from streamjoin.assignment.consumer.registry import create_assignor
 from streamjoin.assignment.consumer.scenario import Scenario, parse_scenario
-from streamjoin.assignment.consumer.stream_join_sticky import StreamJoinStickyAssignor
+from streamjoin.assignment.consumer.sticky.stream_join import StreamJoinStickyAssignor
 from streamjoin.assignment.consumer.summary import balance, movement, problems
 from streamjoin.assignment.model import GroupAssignment, TopicPartition
 

@@ -6,8 +6,8 @@ from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyA
 from streamjoin.assignment.consumer.fair import FairAssignor
 from streamjoin.assignment.consumer.range import RangeAssignor
 from streamjoin.assignment.consumer.roundrobin import RoundRobinAssignor
-from streamjoin.assignment.consumer.sticky import StickyAssignor
-from streamjoin.assignment.consumer.stream_join_sticky import StreamJoinStickyAssignor
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
+from streamjoin.assignment.consumer.sticky.stream_join import StreamJoinStickyAssignor
 from streamjoin.assignment.model import PartitionAssignor
 from streamjoin.errors import ConfigurationError
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamjoin.assignment.consumer.registry import ASSIGNORS
-from streamjoin.assignment.consumer.stream_join_sticky import StreamJoinStickyAssignor
-from streamjoin.assignment.consumer.stream_join_user_data import encode_stream_join_subscription
+from streamjoin.assignment.consumer.sticky.stream_join import StreamJoinStickyAssignor
+from streamjoin.assignment.consumer.sticky.stream_join_user_data import (
+    encode_stream_join_subscription,
+)
 from streamjoin.assignment.model import NO_GENERATION, Subscription, TopicPartition
 from streamjoin.errors import ConfigurationError
 

@@ -22,10 +22,10 @@ from streamjoin.dsl.spec import JoinSpec
 from streamjoin.dsl.steps import StepError
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Joined, JoinOutput, Side, SourceRecord
-from streamjoin.runtime.sink import OutgoingRecord, RecordSink
-from streamjoin.state.encoding import encode_varint
-from streamjoin.state.kv_store import KeyValueStore
-from streamjoin.state.table_values import pack_table_value, unpack_table_value
+from streamjoin.runtime.output.sink import OutgoingRecord, RecordSink
+from streamjoin.state.stores.encoding import encode_varint
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.table_values import pack_table_value, unpack_table_value
 
 __all__ = ("ForeignKeyLeft", "ForeignKeyRight")
 

@@ -11,7 +11,7 @@ from streamjoin.dsl.serdes import SerdeError
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Joined, JoinOutput, SourceRecord
-from streamjoin.state.global_store import unpack_global
+from streamjoin.state.stores.global_store import unpack_global
 
 __all__ = ("GlobalLookup", "GlobalTableJoin")
 

@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 from streamjoin.runtime.joins.records import SIDES, Side
-from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.state.stores.kv_store import KeyValueStore
 
 __all__ = ("PendingNonMatches",)
 

@@ -19,8 +19,8 @@ from streamjoin.dsl.serdes import Serde
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import Joined, JoinOutput, Side, SourceRecord
-from streamjoin.state.kv_store import KeyValueStore
-from streamjoin.state.table_values import pack_table_value, unpack_table_value
+from streamjoin.state.stores.kv_store import KeyValueStore
+from streamjoin.state.stores.table_values import pack_table_value, unpack_table_value
 
 __all__ = ("TableTableJoin", "result_exists")
 

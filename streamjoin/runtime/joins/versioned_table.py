@@ -10,8 +10,8 @@ from __future__ import annotations
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.records import SourceRecord
 from streamjoin.runtime.joins.table import StreamTableJoin
-from streamjoin.state.table_values import pack_table_value
-from streamjoin.state.versioned_store import VersionedStore
+from streamjoin.state.stores.table_values import pack_table_value
+from streamjoin.state.stores.versioned_store import VersionedStore
 
 __all__ = ("VersionedTableJoin",)
 

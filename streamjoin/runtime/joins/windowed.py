@@ -33,8 +33,8 @@ from streamjoin.runtime.joins.records import (
     pack_stored,
     unpack_stored,
 )
-from streamjoin.state.encoding import NO_TIME
-from streamjoin.state.window_store import WindowStore
+from streamjoin.state.stores.encoding import NO_TIME
+from streamjoin.state.stores.window_store import WindowStore
 
 __all__ = ("WindowedJoin",)
 

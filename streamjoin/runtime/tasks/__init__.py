@@ -1,1 +1,1 @@
-"""Tasks and their scheduling."""
+"""Tasks and their scheduling: admission, event-time order, back-pressure, roles, global tables."""

@@ -33,7 +33,7 @@ from aiokafka.errors import KafkaError
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.runtime.ordering import NO_LIMIT
+from streamjoin.runtime.tasks.ordering import NO_LIMIT
 from streamjoin.runtime.tasks.upstream import Hop, RemoteView
 
 __all__ = ("PROBE_INTERVAL_S", "RemoteUpstream")

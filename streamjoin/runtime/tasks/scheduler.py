@@ -18,13 +18,13 @@ import time
 from collections.abc import Mapping
 
 from streamjoin.kafka.connection import KafkaConnection
-from streamjoin.runtime.ordering import NO_LIMIT, WAITING
-from streamjoin.runtime.producer_sink import ProducerSink
-from streamjoin.runtime.running_task import PartitionLag, RunningTask
-from streamjoin.runtime.task import JoinTask
+from streamjoin.runtime.output.producer_sink import ProducerSink
+from streamjoin.runtime.tasks.join_task import JoinTask
+from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING
 from streamjoin.runtime.tasks.remote_upstream import RemoteUpstream
+from streamjoin.runtime.tasks.running import PartitionLag, RunningTask
 from streamjoin.runtime.tasks.upstream import UpstreamGate, in_flight_writes
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 
 __all__ = ("HELD_WARNING_S", "Scheduler")
 

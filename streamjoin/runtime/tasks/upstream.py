@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.runtime.ordering import NO_LIMIT, WAITING
-from streamjoin.runtime.running_task import PartitionLag, RunningTask
 from streamjoin.runtime.tasks.in_flight import InFlightWrites
-from streamjoin.runtime.topology import AppTopology, TaskId
+from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING
+from streamjoin.runtime.tasks.running import PartitionLag, RunningTask
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 
 __all__ = ("Hop", "RemoteBounds", "RemoteView", "UpstreamGate", "hops", "in_flight_writes")
 

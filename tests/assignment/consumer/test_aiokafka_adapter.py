@@ -5,8 +5,10 @@ from __future__ import annotations
 from aiokafka.coordinator.protocol import ConsumerProtocol
 
 from streamjoin.assignment.consumer.aiokafka_adapter import AiokafkaAssignor
-from streamjoin.assignment.consumer.sticky import StickyAssignor
-from streamjoin.assignment.consumer.stream_join_user_data import decode_stream_join_subscription
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
+from streamjoin.assignment.consumer.sticky.stream_join_user_data import (
+    decode_stream_join_subscription,
+)
 
 
 class FakeCluster:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
-from streamjoin.assignment.consumer.sticky import StickyAssignor
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,

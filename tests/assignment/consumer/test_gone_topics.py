@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from streamjoin.assignment.consumer.plan import plan
 from streamjoin.assignment.consumer.registry import create_assignor
-from streamjoin.assignment.consumer.sticky_user_data import encode_sticky_user_data
+from streamjoin.assignment.consumer.sticky.user_data import encode_sticky_user_data
 from streamjoin.assignment.model import Subscription, TopicPartition
 
 CLAIM_BLIND = ("range", "roundrobin", "fair")

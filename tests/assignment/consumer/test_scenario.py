@@ -5,7 +5,9 @@ from typing import Any
 import pytest
 
 from streamjoin.assignment.consumer.scenario import parse_scenario
-from streamjoin.assignment.consumer.stream_join_user_data import decode_stream_join_subscription
+from streamjoin.assignment.consumer.sticky.stream_join_user_data import (
+    decode_stream_join_subscription,
+)
 from streamjoin.assignment.model import NO_GENERATION, TopicPartition
 from streamjoin.errors import ConfigurationError
 

@@ -7,8 +7,8 @@ import logging
 import pytest
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyAssignorUserDataV1
 
-from streamjoin.assignment.consumer.sticky import StickyAssignor
-from streamjoin.assignment.consumer.sticky_user_data import (
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
+from streamjoin.assignment.consumer.sticky.user_data import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )

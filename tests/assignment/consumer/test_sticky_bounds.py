@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
-from streamjoin.assignment.consumer.sticky import StickyAssignor
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
 from streamjoin.assignment.model import GroupAssignment, Subscription, TopicPartition
 from tests.assignment.consumer.flow_bounds import best
 

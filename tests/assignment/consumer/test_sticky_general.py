@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.sticky_general import general_assign
+from streamjoin.assignment.consumer.sticky.general import general_assign
 
 
 def ranges(*counts: int) -> list[range]:

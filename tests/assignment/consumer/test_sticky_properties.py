@@ -12,8 +12,8 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.sticky import StickyAssignor
-from streamjoin.assignment.consumer.sticky_user_data import encode_sticky_user_data
+from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
+from streamjoin.assignment.consumer.sticky.user_data import encode_sticky_user_data
 from streamjoin.assignment.model import Assignment, GroupAssignment, Subscription, TopicPartition
 from tests.assignment.consumer.flow_bounds import best
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.sticky_quota import fresh_quota, quota_assign
+from streamjoin.assignment.consumer.sticky.quota import fresh_quota, quota_assign
 
 
 def test_fresh_assignment_deals_partitions_round_robin() -> None:

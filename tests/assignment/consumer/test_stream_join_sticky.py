@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.assignment.consumer.stream_join_sticky import (
+from streamjoin.assignment.consumer.sticky.stream_join import (
     StreamJoinStickyAssignor,
     select_numbers,
 )
-from streamjoin.assignment.consumer.stream_join_user_data import (
+from streamjoin.assignment.consumer.sticky.stream_join_user_data import (
     decode_stream_join_assignment,
     decode_stream_join_subscription,
     encode_stream_join_assignment,

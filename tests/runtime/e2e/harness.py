@@ -16,8 +16,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from worker_processes import EVENT_T0
 
 from streamjoin import App
-from streamjoin.runtime.topology import TaskId
-from streamjoin.runtime.worker import Worker, WorkerOptions
+from streamjoin.runtime.process.worker import Worker, WorkerOptions
+from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.events import RestoreCompleted, StateEvent
 
 PARTITIONS = 2

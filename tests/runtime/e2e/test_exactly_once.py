@@ -14,7 +14,7 @@ import test_rekey as rekey
 import worker_processes as processes
 
 from streamjoin.broker import Broker
-from streamjoin.runtime.transaction_state import FAULT_ENV
+from streamjoin.runtime.output.transaction_state import FAULT_ENV
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -24,7 +24,7 @@ import pytest
 
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -17,10 +17,10 @@ from worker_processes import EVENT_T0
 from streamjoin import App
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.global_tables import GlobalTables
-from streamjoin.state.global_store import unpack_global
+from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.stores.global_store import unpack_global
 
 pytestmark = [pytest.mark.broker]
 

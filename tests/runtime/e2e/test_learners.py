@@ -21,7 +21,7 @@ from aiokafka import TopicPartition
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -29,7 +29,7 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.query.client import QueryFailed
 from streamjoin.query.paths import FORWARDED_HEADER
 from streamjoin.query.server import QueryServer
-from streamjoin.runtime.topology import TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 
 pytestmark = [pytest.mark.broker]
 

@@ -16,12 +16,12 @@ from streamjoin import App
 from streamjoin.dsl.spec import JoinKind
 from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
-from streamjoin.runtime.description import describe_topology
 from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft
 from streamjoin.runtime.joins.records import Side, SourceRecord
-from streamjoin.runtime.topology import store_specs
-from streamjoin.state.kv_store import KeyValueStore
+from streamjoin.runtime.topology.app_topology import store_specs
+from streamjoin.runtime.topology.description import describe_topology
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.testing import TestDriver
 
 

@@ -18,10 +18,10 @@ from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.runtime.joins.global_table import GlobalTableJoin
 from streamjoin.runtime.joins.records import Side, SourceRecord
-from streamjoin.runtime.output import parse_source
-from streamjoin.state.global_store import GlobalStore, unpack_global
+from streamjoin.runtime.tasks.output_writer import parse_source
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.stores.global_store import GlobalStore, unpack_global
 from streamjoin.testing import TestDriver
 
 

@@ -171,9 +171,9 @@ def test_a_delete_replayed_after_a_restore_that_applied_it_still_retracts(
 
     from streamjoin.runtime.joins.records import Side, SourceRecord
     from streamjoin.runtime.joins.table_table import TableTableJoin
-    from streamjoin.runtime.topology import store_specs
-    from streamjoin.state.kv_store import KeyValueStore
+    from streamjoin.runtime.topology.app_topology import store_specs
     from streamjoin.state.memory import MemoryBudget
+    from streamjoin.state.stores.kv_store import KeyValueStore
 
     with make("inner") as driver:
         spec = driver.app.get_join("user_account")

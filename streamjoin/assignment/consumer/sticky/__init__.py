@@ -1,0 +1,1 @@
+"""The sticky consumer assignors (Kafka's sticky, streamjoin's stream-join-sticky), their parts."""

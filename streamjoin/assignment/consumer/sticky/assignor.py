@@ -1,0 +1,139 @@
+"""`sticky` (KIP-54 with KIP-341's generation fix): as balanced as possible, then as sticky.
+
+Balanced means at least what KIP-54 says (counts differ by at most one, or no partition can move
+to a member that could consume it and holds two or more fewer), and more: the spread is the least
+any assignment of the group reaches, even where only a chain of moves gets there (mixed
+subscriptions; see `optimal`). Within that, as many partitions as possible stay with their
+previous owner. Previous ownership comes from each member's report; when two members claim a
+partition the higher generation wins (see `claims`). Owned partitions of topics that are gone or
+no longer subscribed to are ignored.
+
+`sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
+all members subscribe to the same topics (dealt straight from the partition table when nobody
+owns anything yet: `fresh_quota`) and KIP-54's general algorithm otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+
+from streamjoin.assignment.consumer.claims import resolve_claims
+from streamjoin.assignment.consumer.collector import without_collector
+from streamjoin.assignment.consumer.sticky.general import general_assign
+from streamjoin.assignment.consumer.sticky.quota import fresh_quota, quota_assign
+from streamjoin.assignment.consumer.sticky.user_data import (
+    decode_sticky_user_data,
+    encode_sticky_user_data,
+)
+from streamjoin.assignment.consumer.topic_layout import TopicLayout, group_by_topic
+from streamjoin.assignment.model import (
+    NO_GENERATION,
+    Assignment,
+    GroupAssignment,
+    PartitionAssignor,
+    Subscription,
+    TopicPartition,
+)
+from streamjoin.errors import ProtocolDecodeError
+
+__all__ = ("PreviousOwnership", "StickyAssignor", "sticky_assign")
+
+logger = logging.getLogger(__name__)
+
+PreviousOwnership = tuple[Mapping[str, Sequence[int]], int]
+"""A member's previously owned partition numbers per topic, and the generation they are from."""
+
+
+def sticky_assign(
+    partitions_per_topic: Mapping[str, int],
+    topics_by_member: Mapping[str, Iterable[str]],
+    previous: Mapping[str, PreviousOwnership],
+) -> GroupAssignment:
+    """Balanced-then-sticky assignment of the members' subscribed, existing partitions."""
+    members = sorted(topics_by_member)
+    subscribed = [frozenset(topics_by_member[m]) for m in members]
+    layout = TopicLayout(partitions_per_topic, chain.from_iterable(subscribed))
+    subscribed = [topics.intersection(layout.base) for topics in subscribed]
+    owned: list[list[int]] = [[] for _ in members]
+    if any(by_topic for by_topic, _ in previous.values()):  # else a fresh group: nothing to keep
+        claims: list[tuple[Sequence[int], int]] = []
+        for member, topics in zip(members, subscribed, strict=True):
+            by_topic, generation = previous.get(member, ({}, NO_GENERATION))
+            claims.append((layout.numbers(by_topic, topics), generation))
+        owned = resolve_claims(claims)
+
+    consuming = [i for i, topics in enumerate(subscribed) if topics]
+    numbers: list[list[int]] = [[] for _ in members]
+    identical = len({subscribed[i] for i in consuming}) == 1
+    if identical and not any(owned):
+        dealt = dict(zip(consuming, fresh_quota(layout.table(), len(consuming)), strict=True))
+        return {member: Assignment(dealt.get(i, ())) for i, member in enumerate(members)}
+    if identical:
+        quota = quota_assign(layout.total, [owned[i] for i in consuming])
+        for i, assigned in zip(consuming, quota, strict=True):
+            numbers[i] = sorted(assigned)
+    elif consuming:
+        position = {topic: t for t, topic in enumerate(layout.topics)}
+        ranges = [range(layout.base[t], layout.base[t] + layout.count[t]) for t in layout.topics]
+        member_topics = [sorted(position[t] for t in subscribed[i]) for i in consuming]
+        general = general_assign(ranges, member_topics, [owned[i] for i in consuming])
+        for i, partitions in zip(consuming, general, strict=True):
+            numbers[i] = partitions
+    return {
+        member: Assignment(layout.to_partitions(partitions))
+        for member, partitions in zip(members, numbers, strict=True)
+    }
+
+
+def _previous_from_user_data(subscription: Subscription) -> PreviousOwnership:
+    if subscription.owned_partitions:
+        # Consumer protocol v1+: the member reports what it owns outside the user data.
+        return group_by_topic(subscription.owned_partitions), subscription.generation
+    if not subscription.user_data:
+        return {}, subscription.generation
+    try:
+        data = decode_sticky_user_data(subscription.user_data)
+    except ProtocolDecodeError as exc:
+        logger.warning("ignoring a member's previous assignment: %s", exc)
+        return {}, subscription.generation
+    generation = data.generation
+    if generation == NO_GENERATION:
+        generation = subscription.generation
+    return data.partitions_by_topic, generation
+
+
+class StickyAssignor(PartitionAssignor):
+    """Kafka's `sticky` protocol, interoperable with Java's StickyAssignor (same user data).
+
+    EAGER only: members revoke everything before rejoining, so their previous assignment travels
+    in the subscription user data (or in owned partitions, if the member reports them).
+    """
+
+    name = "sticky"
+
+    def __init__(self) -> None:
+        self._owned: tuple[TopicPartition, ...] | None = None
+        self._generation = NO_GENERATION
+
+    @without_collector
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+    ) -> GroupAssignment:
+        return sticky_assign(
+            partitions_per_topic,
+            {member: s.topics for member, s in subscriptions.items()},
+            {member: _previous_from_user_data(s) for member, s in subscriptions.items()},
+        )
+
+    def subscription_user_data(self, topics: Sequence[str]) -> bytes:
+        if self._owned is None:
+            return b""
+        return encode_sticky_user_data(self._owned, self._generation)
+
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
+        self._owned = assignment.partitions
+        self._generation = generation

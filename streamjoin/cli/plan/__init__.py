@@ -1,0 +1,1 @@
+"""`streamjoin plan`: what-if runs of the consumer and task assignors, offline or live."""

@@ -1,0 +1,1 @@
+"""The Spark commands: backfill, audit, archive and spark-stream."""

@@ -1,0 +1,1 @@
+"""`streamjoin worker`: the command, its start-up checks and `--processes`."""

@@ -1,0 +1,84 @@
+"""`streamjoin worker --processes N`: the command line side of the supervisor.
+
+Parses N, and builds the children's command line from the options the user gave (as the
+command's parser read them, so every option of `worker` passes through, however it was
+spelled), minus those
+the supervisor handles itself: `--processes`, `--metrics-port` (one endpoint for the host),
+`--create-topics` (done once, before the children start) and `--instance-id` (each child gets
+`<id>-<index>`: static members must differ).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+from pathlib import Path
+
+import typer
+
+from streamjoin.cli import fail
+from streamjoin.runtime.process.identity import process_id
+from streamjoin.runtime.process.supervisor import Supervisor
+
+__all__ = ("parse_processes", "run_supervised_workers")
+
+_HANDLED_HERE = frozenset({"processes", "metrics_port", "create_topics", "instance_id"})
+
+
+def parse_processes(value: str) -> int:
+    """`N` (1 or more) or `auto`: the cores this process may run on."""
+    if value == "auto":
+        return len(os.sched_getaffinity(0))
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        fail(f"--processes {value}: give a number of processes (1 or more) or auto")
+    return count
+
+
+def run_supervised_workers(
+    context: typer.Context,
+    processes: int,
+    *,
+    state_dir: Path,
+    app_id: str,
+    metrics_port: int | None,
+    instance_id: str | None,
+) -> int:
+    """Run `processes` workers under a supervisor; returns the exit status."""
+    process_id(state_dir / app_id)  # created once, before the children read it
+    supervisor = Supervisor(
+        _child_args(context),
+        processes,
+        metrics_port=metrics_port,
+        instance_id=instance_id,
+    )
+    return asyncio.run(supervisor.run())
+
+
+def _child_args(context: typer.Context) -> list[str]:
+    args: list[str] = []
+    for param in context.command.params:
+        name = param.name
+        if name is None or name in _HANDLED_HERE:
+            continue
+        source = context.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = context.params[name]
+        if param.param_type_name == "argument":
+            args.append(_text(value))
+        elif getattr(param, "is_flag", False):
+            secondary = getattr(param, "secondary_opts", [])
+            args.append(param.opts[0] if value else secondary[0])
+        else:
+            for item in value if param.multiple else [value]:
+                args += [param.opts[0], _text(item)]
+    return args
+
+
+def _text(value: object) -> str:
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)

@@ -1,0 +1,1 @@
+"""Where records leave a task: sinks, the producer, dead letters, purge, transactions."""

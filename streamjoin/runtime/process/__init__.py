@@ -1,0 +1,1 @@
+"""The worker process: options, clients, endpoints, the loop that runs tasks, its supervisor."""

@@ -1,0 +1,399 @@
+"""The worker: one asyncio process running its share of an app's join tasks.
+
+    fetch (owned partitions) -> tasks (timestamp order, join, joiner) -> producer
+    every commit interval: flush producer (outputs, dead letters, changelogs)
+                           -> write checkpoints -> commit input offsets with the generation
+
+A crash anywhere in that sequence can repeat output, never lose it (at-least-once). Under
+exactly-once each commit interval is one transaction of the worker's transactional producer
+(exactly_once.py, output/transaction_state.py): tasks pause while it commits, and any failure loses
+every task and starts the worker's producer and group membership over from the committed
+offsets. Tasks map to workers through the consumer group with streamjoin's task assignor under
+the COOPERATIVE protocol: a worker joining or leaving pauses only the tasks that move, and a
+task moves only once its new owner has restored its state as a learner (then the follow-up
+rebalance hands it over). Once the worker fails, no stop step waits for the broker for more
+than seconds (stopping.py); endpoints.py serves its metrics and queries, clients.py makes its
+producer and group member, options.py applies the command line's settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from aiokafka import AIOKafkaProducer
+
+from streamjoin.assignment.model import TopicPartition
+from streamjoin.compiled import build_description
+from streamjoin.dsl.app import App
+from streamjoin.dsl.topology import Topology
+from streamjoin.group.errors import CommitFailedError
+from streamjoin.group.member import MemberState
+from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.metrics import MetricsRegistry
+from streamjoin.query.server import QueryServer
+from streamjoin.runtime.output.producer_sink import ProducerSink
+from streamjoin.runtime.output.purge import RepartitionPurger
+from streamjoin.runtime.output.transaction_state import TransactionState
+from streamjoin.runtime.process.broker_watch import BrokerWatch
+from streamjoin.runtime.process.clients import worker_consumer, worker_producer
+from streamjoin.runtime.process.endpoints import (
+    register_metrics,
+    serve_metrics,
+    serve_queries,
+)
+from streamjoin.runtime.process.exactly_once import commit_transaction, run_restarting
+from streamjoin.runtime.process.gc_tuning import collector_tuned_for_throughput
+from streamjoin.runtime.process.identity import transactional_id
+from streamjoin.runtime.process.loop_monitor import LoopMonitor
+from streamjoin.runtime.process.memory import memory_budget
+from streamjoin.runtime.process.metrics import log_summary
+from streamjoin.runtime.process.options import WorkerOptions, apply_options
+from streamjoin.runtime.process.state import task_state, worker_roles
+from streamjoin.runtime.process.stopping import closed, until_failed
+from streamjoin.runtime.tasks.followup import FollowupTrigger
+from streamjoin.runtime.tasks.global_tables import GlobalTables
+from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId, store_specs
+from streamjoin.runtime.topology.topic_check import check_running_topics, check_topics
+from streamjoin.state.changelog_topics import ensure_changelogs
+from streamjoin.state.layout import StateDirectory
+from streamjoin.state.memory import return_freed_memory_promptly
+
+__all__ = ("Worker", "WorkerOptions")
+
+logger = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(self, app: App, options: WorkerOptions | None = None) -> None:
+        options = options or WorkerOptions()
+        settings = apply_options(app.settings, options)
+        self.app = app
+        self.options = options
+        self.kafka = KafkaConnection(
+            options.bootstrap or settings.broker, options.security or settings.security
+        )
+        self.state_dir = options.state_dir or settings.state_dir
+        self.commit_interval_s = options.commit_interval_s or settings.commit_interval_s
+        self.memory = memory_budget(settings, options.memory_budget_bytes)
+        self.exactly_once = settings.processing_guarantee == "exactly_once"
+        self.transaction = asyncio.Lock()
+        """Exactly-once: held while tasks process and while a transaction commits."""
+        self._txn: TransactionState | None = None
+        self._commit_lock = asyncio.Lock()
+        self._commits_refused = False
+        """Set when the worker fails on what the broker watch found: no more offsets go out."""
+        self._stopping = asyncio.Event()
+        self.manager: TaskManager | None = None
+        self.sink: ProducerSink | None = None
+        self.started = asyncio.Event()
+        """Set once the worker has started joining its group (for tests and embedding)."""
+        self.metrics = MetricsRegistry()
+        self.loop_monitor = LoopMonitor()
+        self.queries: QueryServer | None = None
+
+    def stop(self) -> None:
+        """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
+        only from the event loop; signal handlers call it)."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        logger.info("per-record path: %s", build_description())
+        logger.info("%s", self.memory.describe())
+        logger.info("kafka at %s: %s", self.kafka.bootstrap, self.kafka.security.describe())
+        return_freed_memory_promptly()
+        compiled = await check_topics(self.app, self.kafka)
+        partitions = {name: count or 0 for name, count in compiled.tasks.items()}
+        topology = AppTopology(self.app, partitions)
+        self.global_tables = GlobalTables(
+            {
+                spec.right.name: compiled.partitions[spec.right.name] or 0
+                for spec in self.app.joins
+                if spec.is_global
+            },
+            StateDirectory(self.state_dir, self.app.app_id),
+            self.memory,
+            self.kafka,
+        )
+        await ensure_changelogs(
+            self.kafka,
+            self.app.app_id,
+            {
+                store: partitions[spec.name]
+                for spec in self.app.joins
+                for store in store_specs(spec)
+            },
+        )
+        await self.global_tables.start()  # restored before any task runs
+        try:
+            await self._run_restarting(topology, compiled)
+        finally:
+            await self.global_tables.close()
+
+    async def _run_restarting(self, topology: AppTopology, compiled: Topology) -> None:
+        """Run; exactly-once: start over (new producer, new member) when a transaction fails."""
+
+        async def attempt() -> None:
+            producer = await self._start_producer()
+            watch = BrokerWatch(
+                producer.client,
+                self.kafka.bootstrap,
+                give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
+                check_topics=lambda counts: check_running_topics(self.app, counts, compiled),
+            )
+            await self._run_then_close(producer, topology, watch)
+
+        await run_restarting(
+            attempt,
+            exactly_once=self.exactly_once,
+            stopping=self._stopping.is_set,
+            committed=lambda: self._txn is not None and self._txn.commits > 0,
+        )
+
+    async def _run_then_close(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
+        """Run with this producer, then close it (after a failure, within seconds: its
+        transaction is dropped, its pending sends are not waited for)."""
+        failed = True
+        # Held back until the producer is closed too: its pending sends complain on every
+        # metadata update about topics that are gone.
+        with watch.quiet.installed():
+            try:
+                with collector_tuned_for_throughput():
+                    await self._run(producer, topology, watch)
+                failed = False
+            finally:
+                await closed(producer.stop(), quickly=failed or watch.lost_since is not None)
+
+    async def _start_producer(self) -> AIOKafkaProducer:
+        """Start the producer; exactly-once: as this process's transactional producer, which
+        fences (and aborts the transaction of) its previous incarnation."""
+        if not self.exactly_once:
+            producer = worker_producer(self.kafka, self.app.settings, self.commit_interval_s, None)
+            await producer.start()
+            return producer
+        tid = transactional_id(
+            self.app.app_id,
+            StateDirectory(self.state_dir, self.app.app_id).app_dir,
+            self.options.group_instance_id,
+            self.options.member_index,
+        )
+        producer = worker_producer(self.kafka, self.app.settings, self.commit_interval_s, tid)
+        self._txn = TransactionState(producer, tid)
+        await self._txn.start(self.kafka.bootstrap)
+        return producer
+
+    @property
+    def isolation_level(self) -> str:
+        """Exactly-once reads committed records only: inputs, repartition topics, changelogs."""
+        return "read_committed" if self.exactly_once else "read_uncommitted"
+
+    async def _run(
+        self, producer: AIOKafkaProducer, topology: AppTopology, watch: BrokerWatch
+    ) -> None:
+        state, restores, bars = task_state(
+            state_dir=self.state_dir,
+            app_id=self.app.app_id,
+            kafka=self.kafka,
+            producer=producer,
+            memory=self.memory,
+            isolation_level=self.isolation_level,
+        )
+        await state.start()
+        sink = ProducerSink(producer)
+        roles = worker_roles(
+            topology, state, kafka=self.kafka, settings=self.app.settings, options=self.options
+        )
+        manager = TaskManager(
+            topology,
+            roles=roles,
+            state=state,
+            sink=sink,
+            # Exactly-once: the task manager holds the transaction lock while it commits.
+            commit=self._commit_held if self.exactly_once else self._commit,
+            transaction=self.transaction if self.exactly_once else None,
+            kafka=self.kafka,
+        )
+        consumer = worker_consumer(
+            topology.input_topics(),
+            self.kafka,
+            self.app,
+            self.options,
+            assignor=roles.assignor,
+            listener=manager,
+            isolation_level=self.isolation_level,
+        )
+        manager.fetch = consumer
+        manager.global_tables = self.global_tables
+        self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
+        self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
+        self.followup = FollowupTrigger(
+            roles,
+            state,
+            acceptable_recovery_lag=self.app.settings.acceptable_recovery_lag,
+            stable=lambda: consumer.member.state is MemberState.STABLE,
+            generation=lambda: consumer.generation,
+            request_rejoin=consumer.request_rejoin,
+            max_backoff_s=self.app.settings.probing_rebalance_interval_s,
+        )
+        self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
+        register_metrics(
+            self.metrics,
+            manager,
+            sink,
+            restores,
+            state,
+            lag=self._lag,
+            loop_monitor=self.loop_monitor,
+        )
+        options = self.options
+        server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
+        self.queries = await serve_queries(
+            self.metrics,
+            topology,
+            state,
+            roles,
+            port=options.query_port,
+            host=options.query_host,
+            advertised=options.advertised_query_url,
+            global_tables=self.global_tables,
+        )
+        await consumer.start()
+        self.started.set()
+        monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
+        followups = asyncio.create_task(
+            self.followup.run(catch_up=self.options.followup_on_catch_up),
+            name="follow-up trigger",
+        )
+        failed = False
+        try:
+            await until_failed(self._loop(), watch.run())
+            logger.info("stopping: final commit")
+            await self._commit(None)
+        except BaseException:
+            failed = True  # then closing waits a few seconds at most, never for good
+            # Nothing of the open transaction may be committed now; nor may offsets go to a
+            # broker whose topics are gone (they would point into topics made anew).
+            self._commits_refused = watch.verdict is not None
+            if self.exactly_once or self._commits_refused:
+                await closed(manager.lose_all(), quickly=True)
+            raise
+        finally:
+            if self.queries is not None:
+                await self.queries.stop()  # before the stores it reads close
+            followups.cancel()
+            monitor.cancel()
+            quickly = failed or watch.lost_since is not None
+            await self.purger.close(wait=not quickly)
+            logger.info("stopping: leaving the group")
+            await closed(consumer.stop(), quickly=quickly)
+            await manager.close()
+            logger.info("stopping: closing the state stores")
+            # After a failure the last commit's checkpoints stand: nothing waits for the broker.
+            await closed(state.close(clean=not quickly), quickly=quickly)
+            if bars is not None:
+                bars.stop()
+            if server is not None:
+                await server.stop()
+        log_summary(manager, sink)
+        logger.info("worker stopped")
+
+    async def _loop(self) -> None:
+        """Fetch, process, produce; commit every interval in the background, so a commit that
+        waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
+        assert self.manager is not None and self.sink is not None
+        manager = self.manager
+        next_commit = time.monotonic() + self.commit_interval_s
+        committing: asyncio.Task[None] | None = None
+        try:
+            while not self._stopping.is_set():
+                if manager.failure is not None:
+                    raise manager.failure
+                busy = manager.buffered() > 0
+                processed = await self._round(busy)
+                # Yield to the event loop every round even when nothing above had to wait (fetched
+                # records at hand, room in the producer): heartbeats and fetches run in between.
+                await asyncio.sleep(0.005 if busy and not processed else 0)
+                due = time.monotonic() >= next_commit or self.state.needs_flush
+                if due and self.exactly_once:  # tasks wait for the transaction to commit
+                    await self._commit(None)
+                    next_commit = time.monotonic() + self.commit_interval_s
+                elif due and (committing is None or committing.done()):
+                    if committing is not None:
+                        committing.result()  # a failed flush stops the worker: nothing is lost
+                    committing = asyncio.create_task(self._commit(None), name="commit")
+                    next_commit = time.monotonic() + self.commit_interval_s
+            if committing is not None:
+                await committing
+        finally:
+            if committing is not None and not committing.done():
+                # Stopped by a failure: the commit's flush may wait for a broker that cannot
+                # answer (a deleted topic's metadata), and nothing may be committed now.
+                committing.cancel()
+                await asyncio.gather(committing, return_exceptions=True)
+
+    async def _round(self, busy: bool) -> int:
+        """Fetch, hand the records to their tasks, process some, hand the output to the
+        producer; returns the records processed."""
+        assert self.manager is not None and self.sink is not None
+        manager = self.manager
+        manager.apply_backpressure(self.memory.input_bytes)
+        # Exactly-once: a revocation (which holds the lock) never comes between fetching
+        # records and handing them to their tasks.
+        async with self.transaction if self.exactly_once else contextlib.nullcontext():
+            await self.global_tables.poll()  # table updates before the records fetched next
+            fetched = await self.consumer.getmany(timeout_ms=0 if busy else 100, max_records=5_000)
+            manager.route(fetched)
+            processed = manager.process(time.monotonic() * 1000, self.consumer.lag)
+            await self.sink.drain()
+        return processed
+
+    def _lag(self) -> list[tuple[TopicPartition, int]]:
+        return [
+            (tp, lag)
+            for tp in sorted(self.consumer.assignment())
+            if (lag := self.consumer.lag(tp)) is not None
+        ]
+
+    async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
+        """Commit the input offsets of `tasks` (None: every task) once everything their
+        processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
+        written. The offsets are taken first, so processing may go on while this waits."""
+        assert self.manager is not None and self.sink is not None
+        if self.exactly_once:
+            async with self.transaction:
+                await self._commit_transaction()
+            return
+        async with self._commit_lock:
+            if self._commits_refused:
+                return
+            offsets = self.manager.positions(tasks)
+            await self.sink.flush()
+            await self.state.commit()
+            self.global_tables.checkpoint()
+            if not offsets:
+                return
+            try:
+                await self.consumer.commit(offsets)
+            except CommitFailedError as exc:
+                logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+                return
+            self.purger.after_commit(offsets)
+
+    async def _commit_held(self, tasks: frozenset[TaskId]) -> None:
+        await self._commit_transaction()
+
+    async def _commit_transaction(self) -> None:
+        assert self.manager is not None and self.sink is not None and self._txn is not None
+        await commit_transaction(
+            self._txn,
+            self.manager,
+            sink=self.sink,
+            state=self.state,
+            consumer=self.consumer,
+            purger=self.purger,
+        )

@@ -1,0 +1,1 @@
+"""A join's joiner on Spark: declarative fields as columns, or the Python function per row."""

@@ -1,0 +1,1 @@
+"""The RocksDB stores and their encodings: key-value, window, versioned and global stores."""
