@@ -65,22 +65,33 @@ class Payment:
     ts: int
 
 
+BATCH_MS = 3_000_000
+"""Event time between the starts of two batches loaded into the same topics: 50 minutes, more
+than a batch spans (33 min of orders, payments up to 9 min later)."""
+START = int(time.time() * 1000) - 4 * 3_600_000
+"""The first batch's first order: four hours ago (a real broker expires window changelog
+records a day of wall-clock time after their event time, and records stamped in the future
+are refused)."""
+
+
 @dataclass
 class Scenario:
-    """The data: an order a second from `t0` on, and for 1,544 of them a payment 5 s to 9 min
-    after its order (inside the ten-minute window)."""
+    """The data: an order a second, and for 1,544 of them a payment 5 s to 9 min after its
+    order (inside the ten-minute window). Batch n (ids "o<n>-..", "p<n>-..") starts n x 50
+    minutes after the first, so batches can follow one another into the same topics."""
 
     suffix: str
-    t0: int = field(default_factory=lambda: int(time.time() * 1000) - 3_600_000)
+    batch: int = 0
     orders: list[Order] = field(init=False)
     payments: list[Payment] = field(init=False)
 
     def __post_init__(self) -> None:
         rng = random.Random(35)
-        self.orders = [Order(f"o-{i}", self.t0 + i * 1_000) for i in range(ORDERS)]
+        t0, b = START + self.batch * BATCH_MS, self.batch
+        self.orders = [Order(f"o{b}-{i}", t0 + i * 1_000) for i in range(ORDERS)]
         paid = sorted(rng.sample(range(ORDERS), PAID))
         self.payments = [
-            Payment(f"p-{n}", f"o-{i}", self.t0 + i * 1_000 + rng.randint(5_000, 540_000))
+            Payment(f"p{b}-{n}", f"o{b}-{i}", t0 + i * 1_000 + rng.randint(5_000, 540_000))
             for n, i in enumerate(paid)
         ]
 
@@ -179,8 +190,13 @@ async def read_joined(
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since > settle_s:
                 break
+            mine = f"o{scenario.batch}-"
             for records in batch.values():
-                joined.update(json.loads(r.value)["order_id"] for r in records)
+                joined.update(
+                    order
+                    for r in records
+                    if (order := json.loads(r.value)["order_id"]).startswith(mine)
+                )
     finally:
         await consumer.stop()
     return joined
