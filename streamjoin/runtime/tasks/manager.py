@@ -191,7 +191,7 @@ class TaskManager(RebalanceListener):
     ) -> int:
         """Process up to `budget` buffered records (scheduler.py)."""
         active = {task_id: a.running for task_id, a in self.active.items()}
-        return self.scheduler.process(active, now_ms, lag, budget)
+        return self.scheduler.process(active, now_ms, lag, budget, self._full)
 
     def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
         """Offsets to commit: the position of each input partition a running task has started

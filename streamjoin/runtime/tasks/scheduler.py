@@ -16,7 +16,9 @@ import heapq
 import logging
 import time
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.tasks.join_task import JoinTask
@@ -75,10 +77,11 @@ class Scheduler:
         now_ms: float,
         lag: PartitionLag,
         budget: int,
+        full: AbstractSet[TopicPartition] = frozenset(),
     ) -> int:
         """Process up to `budget` records of the running tasks in `active` (None: restoring);
-        returns how many."""
-        limits = self.gate.limits(active, now_ms, lag)
+        returns how many. `full`: input partitions paused for their full buffers."""
+        limits = self.gate.limits(active, now_ms, lag, full)
         groups: dict[str, list[tuple[TaskId, RunningTask]]] = {}
         units: list[list[tuple[TaskId, RunningTask]]] = []
         for task_id, running in active.items():

@@ -12,12 +12,16 @@ For partition p of a repartition topic, a record may still come from
   look.
 The join processes no record stamped later than the oldest of these (its limit). A key_by
 whose input is caught up limits nothing: as Kafka Streams' max.task.idle.ms=0, nobody waits
-for records the producers have not written yet.
+for records the producers have not written yet. A join whose repartition partition is paused
+for a full buffer cannot fetch what it waits for: it goes on without a limit, and says so.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +32,10 @@ from streamjoin.runtime.tasks.running import PartitionLag, RunningTask
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 
 __all__ = ("Hop", "RemoteBounds", "RemoteView", "UpstreamGate", "hops", "in_flight_writes")
+
+logger = logging.getLogger(__name__)
+
+FULL_WARNING_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +103,18 @@ class UpstreamGate:
         self.writes = writes
         self.remote: RemoteBounds = _AllLocal()
         """Where other workers' key_by tasks stand (remote_upstream.py; the worker sets it)."""
+        self._told_full: dict[TaskId, float] = {}
 
     def limits(
         self,
         active: Mapping[TaskId, RunningTask | None],
         now_ms: float,
         lag: PartitionLag,
+        full: AbstractSet[TopicPartition] = frozenset(),
     ) -> dict[TaskId, int]:
         """Per running task reading a repartition topic, the latest timestamp it may process
-        now (`active`: the worker's tasks, None while restoring)."""
+        now (`active`: the worker's tasks, None while restoring; `full`: partitions paused for
+        their full buffers)."""
         if not self.hops:
             return {}
         upstream: dict[str, tuple[int, frozenset[int]]] = {}
@@ -123,8 +134,13 @@ class UpstreamGate:
             for hop in self.hops:
                 if hop.reader != task_id.subtopology:
                     continue
+                tp = TopicPartition(hop.topic, task_id.partition)
+                if tp in full:
+                    self._unheld(task_id, tp)
+                    limits.pop(task_id, None)
+                    break
                 next_ts, writing_here = upstream[hop.writer]
-                on_way = self.writes.oldest(TopicPartition(hop.topic, task_id.partition))
+                on_way = self.writes.oldest(tp)
                 limit = min(
                     limits.get(task_id, NO_LIMIT), next_ts, NO_LIMIT if on_way is None else on_way
                 )
@@ -133,3 +149,16 @@ class UpstreamGate:
                     limit = min(limit, WAITING if view is None else view.limit(running.heads()))
                 limits[task_id] = limit
         return limits
+
+    def _unheld(self, task_id: TaskId, tp: TopicPartition) -> None:
+        now = time.monotonic()
+        if now - self._told_full.get(task_id, -FULL_WARNING_S) < FULL_WARNING_S:
+            return
+        self._told_full[task_id] = now
+        logger.warning(
+            "task %s goes on without waiting for what is on its way through %s: its buffer of "
+            "that partition is full. Records that come after may be late; give the worker more "
+            "memory (--memory) or the join a grace",
+            task_id,
+            f"{tp.topic}[{tp.partition}]",
+        )
