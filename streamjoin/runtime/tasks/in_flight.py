@@ -63,6 +63,9 @@ class InFlightWrites:
                 entry[1] = offset
                 offset += 1
                 count -= 1
+        tp = TopicPartition(topic, partition)
+        if tp not in self._fetched:  # no join here reads it: nothing waits for these
+            self.oldest(tp)
 
     def reading(self, partitions: Iterable[TopicPartition]) -> None:
         """The worker reads these partitions now (any topic): what reaches them is waited for

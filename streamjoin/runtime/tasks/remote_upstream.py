@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import aiokafka
 from aiokafka import AIOKafkaConsumer
@@ -113,9 +114,9 @@ class RemoteUpstream:
     async def _run(self) -> None:
         while True:
             wanted, self._wanted = self._wanted, {}
-            for writer, (local, readers) in wanted.items():
+            if wanted:
                 try:
-                    self._looks[writer] = await self._look(writer, local, readers)
+                    self._looks.update(await self._look(wanted))
                     self._failed_since = None
                 except (KafkaError, OSError, TimeoutError) as exc:
                     self._failed(exc)
@@ -128,21 +129,27 @@ class RemoteUpstream:
             logger.info("cannot see where other workers' key_by tasks stand yet: %s", exc)
 
     async def _look(
-        self, writer: str, local: frozenset[int], readers: set[TopicPartition]
-    ) -> _Look:
-        remote = [
-            aiokafka.TopicPartition(topic, p)
-            for topic in self._sources[writer]
-            for p in range(self._partitions[writer])
-            if p not in local
-        ]
+        self, wanted: dict[str, tuple[frozenset[int], set[TopicPartition]]]
+    ) -> dict[str, _Look]:
+        """One look for every writing sub-topology in `wanted` (its partitions running here,
+        and the repartition partitions this worker reads)."""
+        remote = {
+            writer: [
+                aiokafka.TopicPartition(topic, p)
+                for topic in self._sources[writer]
+                for p in range(self._partitions[writer])
+                if p not in local
+            ]
+            for writer, (local, _) in wanted.items()
+        }
+        readers = sorted({tp for _, tps in wanted.values() for tp in tps})
         covered = self._fetched()
-        committed = await self._committed_offsets(remote)
+        sources = [tp for tps in remote.values() for tp in tps]
+        committed = await self._committed_offsets(sources)
         consumer = await self._started()
-        ends = [aiokafka.TopicPartition(*tp) for tp in sorted(readers)]
-        wanted = [*remote, *ends]
-        consumer.assign(wanted)
-        for tp in remote:
+        ends = [aiokafka.TopicPartition(*tp) for tp in readers]
+        asked = self._position(consumer, [*sources, *ends])
+        for tp in sources:
             offset = committed.get(TopicPartition(*tp))
             if offset is None:
                 await consumer.seek_to_beginning(tp)
@@ -150,33 +157,50 @@ class RemoteUpstream:
                 consumer.seek(tp, offset)
         for tp in ends:
             consumer.seek(tp, covered.get(TopicPartition(*tp), 0))
-        asked = time.time() * 1000
+        try:
+            heads = await self._first_records(consumer, [*sources, *ends], asked)
+        finally:
+            consumer.pause(*consumer.assignment())
+        looks = {}
+        for writer, (local, tps) in wanted.items():
+            oldest = min((heads[tp] for tp in remote[writer] if tp in heads), default=NO_LIMIT)
+            # What the join here has not fetched yet is waited for; where nothing follows its
+            # position (a transaction marker at most), it has everything.
+            waits_to = {
+                tp: self._end(consumer, aiokafka.TopicPartition(*tp))
+                if aiokafka.TopicPartition(*tp) in heads
+                else covered.get(tp, 0)
+                for tp in tps
+            }
+            looks[writer] = _Look(local, RemoteView(oldest, covered), waits_to)
+        return looks
+
+    def _position(self, consumer: AIOKafkaConsumer, wanted: list[aiokafka.TopicPartition]) -> float:
+        """Assign `wanted` (anew only when it changed), resume fetching it; returns the time
+        from which an answer counts."""
+        if set(wanted) != consumer.assignment():
+            consumer.assign(wanted)
+        consumer.resume(*wanted)
+        return time.time() * 1000
+
+    async def _first_records(
+        self, consumer: AIOKafkaConsumer, wanted: list[aiokafka.TopicPartition], asked: float
+    ) -> dict[aiokafka.TopicPartition, int]:
+        """The timestamp of the first record fetched of each partition that has one, once every
+        partition has been answered after `asked`."""
         heads: dict[aiokafka.TopicPartition, int] = {}
+
+        def note(batch: dict[aiokafka.TopicPartition, list[Any]]) -> None:
+            for tp, records in batch.items():
+                if records:
+                    heads.setdefault(tp, records[0].timestamp)
+
         async with asyncio.timeout(ANSWER_WITHIN_S):
             while True:
-                batch = await consumer.getmany(timeout_ms=100, max_records=len(wanted))
-                for tp, records in batch.items():
-                    if records:
-                        heads.setdefault(tp, records[0].timestamp)
-                answered = all((consumer.last_poll_timestamp(tp) or 0) >= asked for tp in wanted)
-                if answered and all(
-                    tp in heads or self._caught_up(consumer, tp, committed) for tp in remote
-                ):
-                    break
-        oldest = min((heads[tp] for tp in remote if tp in heads), default=NO_LIMIT)
-        return _Look(
-            local,
-            RemoteView(oldest, covered),
-            {TopicPartition(*tp): self._end(consumer, tp) for tp in ends},
-        )
-
-    def _caught_up(
-        self,
-        consumer: AIOKafkaConsumer,
-        tp: aiokafka.TopicPartition,
-        committed: dict[TopicPartition, int | None],
-    ) -> bool:
-        return self._end(consumer, tp) <= (committed.get(TopicPartition(*tp)) or 0)
+                note(await consumer.getmany(timeout_ms=100))
+                if all((consumer.last_poll_timestamp(tp) or 0) >= asked for tp in wanted):
+                    note(await consumer.getmany(timeout_ms=0))  # what that answer brought
+                    return heads
 
     def _end(self, consumer: AIOKafkaConsumer, tp: aiokafka.TopicPartition) -> int:
         end = consumer.last_stable_offset(tp) if self._read_committed else consumer.highwater(tp)

@@ -48,12 +48,17 @@ class Hop:
 
 
 def hops(topology: AppTopology) -> tuple[Hop, ...]:
+    """The repartition topics between two sub-topologies. One that a sub-topology both writes
+    and reads (a key_by merged with joins reading its source topic) is none: its task would
+    wait for each of its own writes to come back before its next record, one round trip (under
+    exactly-once, one commit) a record; such a join reads it as it comes."""
     readers = {topic: name for name in topology.names for topic in topology.inputs(name)}
-    return tuple(
+    found = (
         Hop(r.topic.name, topology.subtopology_of(r.subtopology), readers[r.topic.name])
         for r in topology.repartitions
         if r.topic.name in readers
     )
+    return tuple(hop for hop in found if hop.writer != hop.reader)
 
 
 def in_flight_writes(topology: AppTopology) -> InFlightWrites:

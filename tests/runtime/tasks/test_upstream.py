@@ -124,6 +124,10 @@ def test_a_write_is_on_its_way_until_acknowledged_and_fetched_back() -> None:
     writes.forget([tp])  # its join left this worker: what reaches it is not waited for
     writes.acknowledged(REPARTITION, tp.partition, 9, 1)
     assert writes.oldest(tp) is None
+    for n in range(1_000):  # nor kept: a partition read elsewhere holds only what is unsent
+        writes.write(REPARTITION, b"o1", 400 + n)
+        writes.acknowledged(REPARTITION, tp.partition, 10 + n, 1)
+    assert not writes._pending[tp]
 
 
 def test_a_join_holds_back_behind_what_its_key_by_will_write_and_what_is_on_its_way() -> None:
