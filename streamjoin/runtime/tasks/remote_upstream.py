@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import aiokafka
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
@@ -135,28 +134,27 @@ class RemoteUpstream:
         and the repartition partitions this worker reads)."""
         remote = {
             writer: [
-                aiokafka.TopicPartition(topic, p)
+                TopicPartition(topic, p)
                 for topic in self._sources[writer]
                 for p in range(self._partitions[writer])
                 if p not in local
             ]
             for writer, (local, _) in wanted.items()
         }
-        readers = sorted({tp for _, tps in wanted.values() for tp in tps})
+        ends = sorted({tp for _, tps in wanted.values() for tp in tps})
         covered = self._fetched()
         sources = [tp for tps in remote.values() for tp in tps]
         committed = await self._committed_offsets(sources)
         consumer = await self._started()
-        ends = [aiokafka.TopicPartition(*tp) for tp in readers]
         asked = self._position(consumer, [*sources, *ends])
         for tp in sources:
-            offset = committed.get(TopicPartition(*tp))
+            offset = committed.get(tp)
             if offset is None:
                 await consumer.seek_to_beginning(tp)
             else:
                 consumer.seek(tp, offset)
         for tp in ends:
-            consumer.seek(tp, covered.get(TopicPartition(*tp), 0))
+            consumer.seek(tp, covered.get(tp, 0))
         try:
             heads = await self._first_records(consumer, [*sources, *ends], asked)
         finally:
@@ -167,15 +165,12 @@ class RemoteUpstream:
             # What the join here has not fetched yet is waited for; where nothing follows its
             # position (a transaction marker at most), it has everything.
             waits_to = {
-                tp: self._end(consumer, aiokafka.TopicPartition(*tp))
-                if aiokafka.TopicPartition(*tp) in heads
-                else covered.get(tp, 0)
-                for tp in tps
+                tp: self._end(consumer, tp) if tp in heads else covered.get(tp, 0) for tp in tps
             }
             looks[writer] = _Look(local, RemoteView(oldest, covered), waits_to)
         return looks
 
-    def _position(self, consumer: AIOKafkaConsumer, wanted: list[aiokafka.TopicPartition]) -> float:
+    def _position(self, consumer: AIOKafkaConsumer, wanted: list[TopicPartition]) -> float:
         """Assign `wanted` (anew only when it changed), resume fetching it; returns the time
         from which an answer counts."""
         if set(wanted) != consumer.assignment():
@@ -184,13 +179,13 @@ class RemoteUpstream:
         return time.time() * 1000
 
     async def _first_records(
-        self, consumer: AIOKafkaConsumer, wanted: list[aiokafka.TopicPartition], asked: float
-    ) -> dict[aiokafka.TopicPartition, int]:
+        self, consumer: AIOKafkaConsumer, wanted: list[TopicPartition], asked: float
+    ) -> dict[TopicPartition, int]:
         """The timestamp of the first record fetched of each partition that has one, once every
         partition has been answered after `asked`."""
-        heads: dict[aiokafka.TopicPartition, int] = {}
+        heads: dict[TopicPartition, int] = {}
 
-        def note(batch: dict[aiokafka.TopicPartition, list[Any]]) -> None:
+        def note(batch: dict[TopicPartition, list[Any]]) -> None:
             for tp, records in batch.items():
                 if records:
                     heads.setdefault(tp, records[0].timestamp)
@@ -202,19 +197,19 @@ class RemoteUpstream:
                     note(await consumer.getmany(timeout_ms=0))  # what that answer brought
                     return heads
 
-    def _end(self, consumer: AIOKafkaConsumer, tp: aiokafka.TopicPartition) -> int:
+    def _end(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> int:
         end = consumer.last_stable_offset(tp) if self._read_committed else consumer.highwater(tp)
         return int(end or 0)
 
     async def _committed_offsets(
-        self, partitions: list[aiokafka.TopicPartition]
+        self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
         if self._admin is None:
             self._admin = self._kafka.admin()
             await self._admin.start()
         found = await self._admin.list_consumer_group_offsets(self._group, partitions=partitions)
         return {
-            TopicPartition(*tp): None if meta is None or meta.offset < 0 else int(meta.offset)
+            tp: None if meta is None or meta.offset < 0 else int(meta.offset)
             for tp, meta in found.items()
         }
 
