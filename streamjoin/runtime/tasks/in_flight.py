@@ -39,9 +39,13 @@ class InFlightWrites:
     def topics(self) -> frozenset[str]:
         return frozenset(self._counts)
 
-    def write(self, topic: str, key: bytes, timestamp: int) -> int:
-        """Note a record on its way to `topic`; returns its partition."""
-        partition = partition_for_key(key, self._counts[topic])
+    def write(self, topic: str, key: bytes, timestamp: int) -> int | None:
+        """Note a record on its way to `topic`; returns its partition (None: a topic not
+        watched here, which the sink partitions)."""
+        count = self._counts.get(topic)
+        if count is None:
+            return None
+        partition = partition_for_key(key, count)
         tp = TopicPartition(topic, partition)
         pending = self._pending.get(tp)
         if pending is None:

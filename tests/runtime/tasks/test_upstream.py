@@ -120,6 +120,7 @@ def test_a_write_is_on_its_way_until_acknowledged_and_fetched_back() -> None:
     assert writes.oldest(tp) == 200
     writes.fetched(tp, [Fetched(8, 200)])
     assert writes.oldest(tp) is None
+    assert writes.write("a-topic-read-where-it-is-written", b"o1", 250) is None
     writes.write(REPARTITION, b"o1", 300)
     writes.forget([tp])  # its join left this worker: what reaches it is not waited for
     writes.acknowledged(REPARTITION, tp.partition, 9, 1)
