@@ -11,12 +11,14 @@ so the oldest record on its way to a partition is the first one noted for it.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.partitioning import partition_for_key
+from streamjoin.runtime.tasks.arrivals import Arrivals
 
 __all__ = ("InFlightWrites",)
 
@@ -34,6 +36,8 @@ class InFlightWrites:
         self._fetched: dict[TopicPartition, int] = {}
         """The next offset the worker fetches, of each partition it reads (0 for a repartition
         partition it has fetched nothing of yet)."""
+        self.arrivals = Arrivals()
+        """When the worker fetched what (every partition it reads)."""
 
     @property
     def topics(self) -> frozenset[str]:
@@ -78,9 +82,12 @@ class InFlightWrites:
             if tp.topic in self._counts:
                 self._fetched.setdefault(tp, 0)
 
-    def fetched(self, tp: TopicPartition, records: Sequence[Any]) -> None:
-        """The worker fetched these records of `tp` (any topic)."""
+    def fetched(
+        self, tp: TopicPartition, records: Sequence[Any], now_ms: float | None = None
+    ) -> None:
+        """The worker fetched these records of `tp` (any topic), now (monotonic ms)."""
         self._fetched[tp] = records[-1].offset + 1
+        self.arrivals.fetched(tp, records, time.monotonic() * 1000 if now_ms is None else now_ms)
 
     def fetched_to(self, tp: TopicPartition) -> int | None:
         """The next offset the worker fetches of `tp`, if it reads it."""
@@ -107,7 +114,9 @@ class InFlightWrites:
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """The worker no longer reads these partitions: what has reached them is forgotten,
         and so is what has reached any other partition it does not read."""
-        for tp in partitions:
+        gone = list(partitions)
+        self.arrivals.forget(gone)
+        for tp in gone:
             self._fetched.pop(tp, None)
         for tp in list(self._pending):
             if tp not in self._fetched:

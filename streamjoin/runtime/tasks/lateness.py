@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.joins.counters import JoinCounters
 
-__all__ = ("SUMMARY_EVERY_S", "LatenessReport", "late_records")
+__all__ = ("SUMMARY_EVERY_S", "LatenessReport", "late_records", "moment")
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,8 @@ def _duration(ms: float) -> str:
     return f"{ms / 3_600_000:.1f} h"
 
 
-def _moment(ms: int) -> str:
+def moment(ms: int) -> str:
+    """An epoch-ms timestamp as ISO 8601 UTC."""
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
@@ -106,7 +107,7 @@ class LatenessReport:
             spec.name,
             self._task,
             source,
-            _moment(timestamp),
+            moment(timestamp),
             how_late,
             _OUTCOME,
             grace,

@@ -167,7 +167,8 @@ class RemoteUpstream:
             waits_to = {
                 tp: self._end(consumer, tp) if tp in heads else covered.get(tp, 0) for tp in tps
             }
-            looks[writer] = _Look(local, RemoteView(oldest, covered), waits_to)
+            caught_up = any(tp not in heads for tp in remote[writer])
+            looks[writer] = _Look(local, RemoteView(oldest, covered, caught_up), waits_to)
         return looks
 
     def _position(self, consumer: AIOKafkaConsumer, wanted: list[TopicPartition]) -> float:

@@ -22,6 +22,7 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.tasks.join_task import JoinTask
+from streamjoin.runtime.tasks.lateness import moment
 from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING
 from streamjoin.runtime.tasks.remote_upstream import RemoteUpstream
 from streamjoin.runtime.tasks.running import PartitionLag, RunningTask
@@ -157,12 +158,13 @@ class Scheduler:
             if now - since >= HELD_WARNING_S and now - told >= HELD_WARNING_S:
                 self._held_told[task_id] = now
                 logger.warning(
-                    "task %s has waited %.0f s for records still on their way through its "
-                    "repartition topic (older than %s); it goes on once its key_by tasks, here "
-                    "or on other workers, have written them",
+                    "task %s has waited %.0f s for records that may come before its next one "
+                    "(stamped before %s): on their way through a repartition topic, or not yet "
+                    "re-keyed by key_by tasks here or on other workers (see the README, 'A "
+                    "backlog through a key_by')",
                     task_id,
                     now - since,
-                    "any it holds" if limit == WAITING else f"{limit} ms",
+                    "any it holds" if limit == WAITING else moment(limit),
                 )
 
 

@@ -10,10 +10,18 @@ For partition p of a repartition topic, a record may still come from
   covers what was on the broker when it began: a record the join fetched after it began may
   be newer than records the look did not see, so the join takes none of those before the next
   look.
-The join processes no record stamped later than the oldest of these (its limit). A key_by
-whose input is caught up limits nothing: as Kafka Streams' max.task.idle.ms=0, nobody waits
-for records the producers have not written yet. A join whose repartition partition is paused
-for a full buffer cannot fetch what it waits for: it goes on without a limit, and says so.
+The join processes no record stamped later than the oldest of these (its limit).
+
+A key_by input partition that is caught up may still be about to receive records older than
+those just fetched of other partitions: a producer sends each partition's records in batches
+of its own (arrivals.py). So such a partition holds back the join, and the key_by tasks writing
+beside it, by what they fetched within the last QUIET_WAIT_MS and stamped later than anything
+fetched of it; once fetched that long ago a record goes on (as Kafka Streams'
+max.task.idle.ms, for these partitions only). Key_by tasks of other workers caught up when
+looked at hold back likewise.
+
+A join whose repartition partition is paused for a full buffer cannot fetch what it waits for:
+it goes on without a limit, and says so.
 """
 
 from __future__ import annotations
@@ -70,10 +78,12 @@ def in_flight_writes(topology: AppTopology) -> InFlightWrites:
 @dataclass(frozen=True, slots=True)
 class RemoteView:
     """What the writer's tasks on other workers may still write is no older than `oldest`, as
-    seen by a look that began when the worker's fetching stood at `covered`."""
+    seen by a look that began when the worker's fetching stood at `covered`; `caught_up`: some
+    of their input partitions had nothing after the committed offset."""
 
     oldest: int
     covered: Mapping[TopicPartition, int]
+    caught_up: bool = False
 
     def limit(self, heads: Mapping[TopicPartition, Any]) -> int:
         """The limit it sets a task whose next records are `heads`: `oldest`, and short of
@@ -105,6 +115,7 @@ class UpstreamGate:
         self.hops = hops(topology)
         self.writers = frozenset(h.writer for h in self.hops)
         self._partitions = topology.partitions
+        self._inputs = {name: topology.inputs(name) for name in self.writers}
         self.writes = writes
         self.remote: RemoteBounds = _AllLocal()
         """Where other workers' key_by tasks stand (remote_upstream.py; the worker sets it)."""
@@ -123,16 +134,25 @@ class UpstreamGate:
         if not self.hops:
             return {}
         upstream: dict[str, tuple[int, frozenset[int]]] = {}
+        quiet: dict[str, int] = {}
         for writer in self.writers:
-            next_ts, local = NO_LIMIT, set[int]()
+            next_ts, local, quiet_ts = NO_LIMIT, set[int](), NO_LIMIT
             for task_id, running in active.items():
                 if task_id.subtopology != writer:
                     continue
                 local.add(task_id.partition)
                 ts = WAITING if running is None else running.next_timestamp(now_ms, lag)
                 next_ts = min(next_ts, ts)
+                if ts == NO_LIMIT:  # caught up: it has nothing as new as what others fetched
+                    quiet_ts = min(quiet_ts, self._newest(writer, task_id.partition))
             upstream[writer] = (next_ts, frozenset(local))
+            quiet[writer] = quiet_ts
         limits: dict[TaskId, int] = {}
+        for task_id, running in active.items():
+            if running is not None and task_id.subtopology in quiet:
+                held = self._quiet_limit(running, quiet[task_id.subtopology], now_ms)
+                if held < NO_LIMIT:
+                    limits[task_id] = held
         for task_id, running in active.items():
             if running is None:
                 continue
@@ -147,13 +167,40 @@ class UpstreamGate:
                 next_ts, writing_here = upstream[hop.writer]
                 on_way = self.writes.oldest(tp)
                 limit = min(
-                    limits.get(task_id, NO_LIMIT), next_ts, NO_LIMIT if on_way is None else on_way
+                    limits.get(task_id, NO_LIMIT),
+                    next_ts,
+                    NO_LIMIT if on_way is None else on_way,
+                    self._quiet_limit(running, quiet[hop.writer], now_ms),
                 )
                 if len(writing_here) < self._partitions[hop.writer]:
                     view = self.remote.view(hop, task_id.partition, writing_here)
                     limit = min(limit, WAITING if view is None else view.limit(running.heads()))
+                    if view is not None and view.caught_up:
+                        limit = min(limit, self._quiet_limit(running, WAITING, now_ms))
                 limits[task_id] = limit
         return limits
+
+    def _newest(self, writer: str, partition: int) -> int:
+        """The newest timestamp fetched of a writer task's input partitions (WAITING: one
+        has had nothing yet)."""
+        newest = NO_LIMIT
+        for topic in self._inputs[writer]:
+            ts = self.writes.arrivals.newest(TopicPartition(topic, partition))
+            newest = min(newest, WAITING if ts is None else ts)
+        return newest
+
+    def _quiet_limit(self, running: RunningTask, quiet_ts: int, now_ms: float) -> int:
+        """How far a task may go while a key_by input partition with nothing newer than
+        `quiet_ts` may be about to receive older records: to `quiet_ts`, and through what
+        each of its inputs fetched over QUIET_WAIT_MS ago."""
+        if quiet_ts == NO_LIMIT:
+            return NO_LIMIT
+        arrivals = self.writes.arrivals
+        settled = NO_LIMIT
+        for tp in running.heads():
+            ts = arrivals.settled(tp, now_ms)
+            settled = min(settled, WAITING if ts is None else ts)
+        return max(quiet_ts, settled)
 
     def _unheld(self, task_id: TaskId, tp: TopicPartition) -> None:
         now = time.monotonic()

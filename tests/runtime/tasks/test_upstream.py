@@ -15,6 +15,7 @@ from streamjoin import App, JoinWindows
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.joins.records import Side
+from streamjoin.runtime.tasks.arrivals import QUIET_WAIT_MS
 from streamjoin.runtime.tasks.in_flight import InFlightWrites
 from streamjoin.runtime.tasks.join_task import JoinTask
 from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING, TimeSortedBuffer
@@ -136,22 +137,56 @@ def test_a_join_holds_back_behind_what_its_key_by_will_write_and_what_is_on_its_
     writes = InFlightWrites({REPARTITION: PARTITIONS})
     gate = UpstreamGate(topology, writes)
     sent, processor = Sent(), Recording()
-    key_bys = {TaskId("paid-right-repartition", p): _key_by_task(p, sent, writes) for p in (0, 1)}
-    join = _join_task(0, processor)
-    join.add(ORDERS[0], [Fetched(o, ts) for o, ts in enumerate((100, 200, 300))])
-    key_bys[TaskId("paid-right-repartition", 1)].add(PAYMENTS[1], [_payment(0, 150)])
-    active: dict[TaskId, RunningTask | None] = {**key_bys, TaskId("paid", 0): join}
-    assert gate.limits(active, 0, _caught_up) == {TaskId("paid", 0): 150}
+    key_bys = {
+        TaskId("paid-right-repartition", 0): _key_by_task(0, Sent()),
+        TaskId("paid-right-repartition", 1): _key_by_task(1, sent, writes),
+    }
+    join, paid = _join_task(0, processor), TaskId("paid", 0)
+    settled = -QUIET_WAIT_MS  # fetched long enough ago
+    for task_id, tp, records in (
+        (paid, ORDERS[0], [Fetched(o, ts) for o, ts in enumerate((100, 200, 300))]),
+        (TaskId("paid-right-repartition", 1), PAYMENTS[1], [_payment(0, 150)]),
+        (TaskId("paid-right-repartition", 0), PAYMENTS[0], [_payment(0, 50, order="o2")]),
+    ):
+        writes.fetched(tp, records, now_ms=settled)
+        (join if task_id == paid else key_bys[task_id]).add(tp, records)
+    key_bys[TaskId("paid-right-repartition", 0)].process(settled, _caught_up, 10)
+    active: dict[TaskId, RunningTask | None] = {**key_bys, paid: join}
+    assert gate.limits(active, 0, _caught_up)[paid] == 150  # key_by 1 writes that next
     key_bys[TaskId("paid-right-repartition", 1)].process(0, _caught_up, 10)
     [written] = sent
     assert written.partition is not None
     if written.partition == 0:  # on its way to this join: not past it until fetched back
-        assert gate.limits(active, 0, _caught_up) == {TaskId("paid", 0): 150}
-    else:
-        assert gate.limits(active, 0, _caught_up) == {TaskId("paid", 0): NO_LIMIT}
+        assert gate.limits(active, 0, _caught_up)[paid] == 150
+    else:  # nothing on its way: as far as it fetched long enough ago (caught-up key_bys)
+        assert gate.limits(active, 0, _caught_up)[paid] == 300
     active[TaskId("paid-right-repartition", 0)] = None  # restoring: it may write anything
-    assert gate.limits(active, 0, _caught_up) == {TaskId("paid", 0): WAITING}
-    assert gate.limits(active, 0, _caught_up, full={RIGHT[0]}) == {}  # cannot fetch: goes on
+    assert gate.limits(active, 0, _caught_up)[paid] == WAITING
+    assert paid not in gate.limits(active, 0, _caught_up, full={RIGHT[0]})  # cannot fetch
+
+
+def test_a_caught_up_key_by_input_holds_back_what_was_fetched_a_moment_ago() -> None:
+    """One producer in time order, but its batch of payments[0] reaches the broker after those
+    of orders: payments[0] is caught up with nothing as new as the orders just fetched, so they
+    wait, for QUIET_WAIT_MS at most."""
+    writes = InFlightWrites({REPARTITION: PARTITIONS})
+    gate = UpstreamGate(_topology(), writes)
+    key_bys = {TaskId("paid-right-repartition", p): _key_by_task(p, Sent()) for p in (0, 1)}
+    for p, ts in ((0, 120), (1, 500)):  # both caught up; payments[0] is behind
+        key_bys[TaskId("paid-right-repartition", p)].add(PAYMENTS[p], [_payment(0, ts)])
+        writes.fetched(PAYMENTS[p], [_payment(0, ts)], now_ms=0)
+        key_bys[TaskId("paid-right-repartition", p)].process(0, _caught_up, 10)
+    join, paid = _join_task(0, Recording()), TaskId("paid", 0)
+    orders = [Fetched(o, ts) for o, ts in enumerate((100, 200, 300))]
+    join.add(ORDERS[0], orders)
+    writes.fetched(ORDERS[0], orders, now_ms=1_000)
+    active: dict[TaskId, RunningTask | None] = {**key_bys, paid: join}
+    assert gate.limits(active, 1_000, _caught_up)[paid] == 120
+    assert gate.limits(active, 1_000 + QUIET_WAIT_MS, _caught_up)[paid] == 300  # all of them
+    payment = _payment(1, 400)  # payments[0] moved on: nothing older can come any more
+    key_bys[TaskId("paid-right-repartition", 0)].add(PAYMENTS[0], [payment])
+    writes.fetched(PAYMENTS[0], [payment], now_ms=1_000)
+    assert gate.limits(active, 1_000, _caught_up)[paid] == 400
 
 
 def test_a_look_at_other_workers_covers_what_was_fetched_before_it() -> None:
