@@ -42,6 +42,7 @@ COMPILED = [
     "streamjoin/runtime/output/producer_sink.py",
     "streamjoin/runtime/output/sink.py",
     "streamjoin/runtime/tasks/admission.py",
+    "streamjoin/runtime/tasks/arrivals.py",
     "streamjoin/runtime/tasks/in_flight.py",
     "streamjoin/runtime/tasks/join_task.py",
     "streamjoin/runtime/tasks/lateness.py",

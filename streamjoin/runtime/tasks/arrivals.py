@@ -31,7 +31,9 @@ class Arrivals:
         """Per partition, the newest timestamp fetched before that."""
 
     def fetched(self, tp: TopicPartition, records: Sequence[Any], now_ms: float) -> None:
-        newest = max(self._newest.get(tp, records[-1].timestamp), records[-1].timestamp)
+        newest = self._newest.get(tp, records[0].timestamp)
+        for record in records:  # a repartition partition several workers write is not in order
+            newest = max(newest, record.timestamp)
         self._newest[tp] = newest
         batches = self._batches.get(tp)
         if batches is None:

@@ -15,7 +15,7 @@ from streamjoin import App, JoinWindows
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.joins.records import Side
-from streamjoin.runtime.tasks.arrivals import QUIET_WAIT_MS
+from streamjoin.runtime.tasks.arrivals import QUIET_WAIT_MS, Arrivals
 from streamjoin.runtime.tasks.in_flight import InFlightWrites
 from streamjoin.runtime.tasks.join_task import JoinTask
 from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING, TimeSortedBuffer
@@ -214,6 +214,16 @@ def test_a_key_by_task_on_another_worker_is_waited_for_until_looked_at() -> None
     del active[TaskId("paid-right-repartition", 1)]  # another worker runs it
     gate.remote = _NotLookedYet()
     assert gate.limits(active, 0, _caught_up) == {TaskId("paid", 0): WAITING}
+
+
+def test_what_was_fetched_long_enough_ago_counts_whatever_its_order() -> None:
+    """A repartition partition several workers write interleaves their records: the newest
+    timestamp fetched is the largest of a batch, not its last one's."""
+    arrivals = Arrivals()
+    arrivals.fetched(RIGHT[0], [Fetched(0, 100), Fetched(1, 900), Fetched(2, 300)], now_ms=0)
+    assert arrivals.newest(RIGHT[0]) == 900
+    assert arrivals.settled(RIGHT[0], now_ms=QUIET_WAIT_MS - 1) is None
+    assert arrivals.settled(RIGHT[0], now_ms=QUIET_WAIT_MS) == 900
 
 
 @given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), max_size=40))
