@@ -1,11 +1,11 @@
 """Late records said out loud (issue 35 item 2): the first late record of a join's task logs one
 warning saying how late it was, the grace, and what to change; after that, one line a minute
 sums up the late records of the task while they go on. The counts stay in the join counters
-(metrics `late_dropped_total`, and the worker's stop summary).
+(metrics `join_late_joined_total` and `join_late_no_partner_total`, and the worker's stop
+summary). A late record joins only what the other side's store still holds (Kafka Streams'
+semantics): partners further back are missed.
 
-`late_records` is the one place that knows which join counters count late records: the
-stream-stream join's late handling is being changed to Kafka Streams' (issue 34), which counts
-late records that still found partners apart from those that found none.
+`late_records` is the one place that knows which join counters count late records.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SUMMARY_EVERY_S = 60.0
 
 def late_records(counters: JoinCounters) -> int:
     """Records the join took as late."""
-    return counters.late_dropped
+    return counters.late
 
 
 def _duration(ms: float) -> str:
@@ -79,11 +79,10 @@ class LatenessReport:
         self._summed_at = time.monotonic()
         behind = self._latest_behind_ms
         logger.warning(
-            "join %s, task %s: %d more late records %s in the last %.0f s%s; %d in all",
+            "join %s, task %s: %d more late records in the last %.0f s%s; %d in all",
             self._spec.name,
             self._task,
             self._pending,
-            _OUTCOME,
             SUMMARY_EVERY_S,
             "" if behind is None else f" (the latest {_duration(behind)} behind)",
             self._total,
@@ -99,8 +98,9 @@ class LatenessReport:
         grace = "no grace" if window is None else f"a grace of {_duration(window.grace_ms)}"
         how_late = "" if behind is None else f", {_duration(behind)} behind the task's stream time"
         logger.warning(
-            "join %s, task %s: a record of %s stamped %s came late%s, and was %s (the join has "
-            "%s). One input ran ahead of the other: give the join a grace that covers the gap "
+            "join %s, task %s: a record of %s stamped %s came late%s (the join has %s): it joins "
+            "only what the other side's store still holds, older partners are missed. One input "
+            "ran ahead of the other: give the join a grace that covers the gap "
             "(JoinWindows(grace=...)), or start the workers with --max-task-idle-ms long enough "
             "for the slower input to arrive, or load both inputs together, in time order. "
             "Further late records of this task are summed up once a minute",
@@ -109,10 +109,5 @@ class LatenessReport:
             source,
             moment(timestamp),
             how_late,
-            _OUTCOME,
             grace,
         )
-
-
-_OUTCOME = "dropped"
-"""What happens to a late record (issue 34 changes it: it still joins the partners held)."""

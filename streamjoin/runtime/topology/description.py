@@ -113,8 +113,9 @@ def _lateness_warnings(topology: Topology) -> list[str]:
             f"join {spec.name!r} has no grace and reads {' and '.join(rekeyed)} through a "
             "key_by: the workers hold the join back until what is on its way through the "
             "repartition topic has arrived, but a record of an input loaded after the other "
-            "one, or out of time order within its partition, comes late and is dropped; give "
-            "the join a grace (JoinWindows(grace=...)) that covers how late such records may be"
+            "one, or out of time order within its partition, comes late and misses partners "
+            "its store no longer holds; give the join a grace (JoinWindows(grace=...)) that "
+            "covers how late such records may be"
         )
     return warnings
 

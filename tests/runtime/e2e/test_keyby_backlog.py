@@ -2,7 +2,7 @@
 embedded broker and on Apache Kafka: bench/keyby_backlog_scenario.py's 2,000 orders and 1,544
 payments re-keyed by order id, loaded in time order, first into one worker, then (a second
 batch into the same topics) into three. A third batch loaded one input after the other makes
-payments late: the workers say so while they drop them, and count them."""
+payments late (they miss their orders): the workers say so while it happens, and count them."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ async def test_a_backlog_through_key_by_joins_every_pair(
         line
         for name in workers.processes
         for line in workers.log(name).splitlines()
-        if "late records dropped" in line and "join paid:" in line
+        if " late records " in line and "join paid:" in line
     ]
-    dropped = sum(int(line.split(" late records")[0].rsplit(", ", 1)[1]) for line in summaries)
-    assert dropped >= late.expected - len(joined), summaries
+    counted = sum(int(line.split(" late records")[0].rsplit(", ", 1)[1]) for line in summaries)
+    assert counted >= late.expected - len(joined), summaries  # each missed payment was late
     assert codes == {"w1": 0, "w2": 0, "w3": 0}, workers.logs()
