@@ -8,6 +8,7 @@ in DIR (a checkout of the code before the change, e.g. `git archive <commit> | t
 then on this one, on the same broker.
 
     python bench/keyby_backlog.py [--workers 1 3] [--broker tansu|kafka] [--baseline DIR]
+        [--loadings 'in time order' 'one after the other'] [--logs DIR]
 
 About 30 s per case on 2 cores.
 """
@@ -73,7 +74,7 @@ async def main(args: argparse.Namespace) -> None:
         if args.baseline is not None:
             sources.insert(0, ("before", args.baseline.resolve()))
         for workers in args.workers:
-            for loading in LOADINGS:
+            for loading in args.loadings:
                 for label, source in sources:
                     case_dir = Path(tmp) / uuid.uuid4().hex[:6]
                     case_dir.mkdir()
@@ -90,4 +91,5 @@ if __name__ == "__main__":
     parser.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
     parser.add_argument("--baseline", type=Path, default=None)
     parser.add_argument("--logs", type=Path, default=None, help="keep the workers' logs here")
+    parser.add_argument("--loadings", nargs="+", choices=LOADINGS, default=list(LOADINGS))
     asyncio.run(main(parser.parse_args()))

@@ -6,7 +6,8 @@ ten-minute window, default settings, workers started before the data arrives.
 Two ways to load it:
   in time order      - one producer sends orders and payments in event-time order (as live
                        traffic would come, only faster);
-  one after the other - `streamjoin produce` the orders, then `streamjoin produce` the
+  one after the other - `streamjoin produce` the orders, then, once the workers have
+                       processed them (committed every one), `streamjoin produce` the
                        payments, as a new user does.
 Measured: pairs joined of those expected, and per repartition partition the largest backward
 jump of timestamps - how far a record's timestamp lies behind the newest one before it in its
@@ -32,6 +33,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from produce import produce_all
 
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.kafka.watermarks import committed_offsets, log_bounds
 from streamjoin.lifetime import die_with_parent
 
 __all__ = (
@@ -165,9 +167,23 @@ async def load(bootstrap: str, scenario: Scenario, loading: str) -> None:
     await asyncio.to_thread(
         _produce_command, bootstrap, scenario.topic("orders"), "order_id", orders
     )
+    await _until_committed(bootstrap, scenario, scenario.topic("orders"), within_s=180)
     await asyncio.to_thread(
         _produce_command, bootstrap, scenario.topic("payments"), "payment_id", payments
     )
+
+
+async def _until_committed(bootstrap: str, scenario: Scenario, topic: str, within_s: float) -> None:
+    """Until the workers' group has committed every record of `topic`."""
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    ends = {(b.topic, b.partition): b.end for b in await log_bounds(bootstrap, partitions)}
+    deadline = time.monotonic() + within_s
+    while True:
+        committed = await committed_offsets(bootstrap, f"backlog-{scenario.suffix}", partitions)
+        if all(committed[tp] >= ends[tp.topic, tp.partition] for tp in partitions):
+            return
+        assert time.monotonic() < deadline, f"{topic} not processed within {within_s} s"
+        await asyncio.sleep(0.5)
 
 
 async def read_joined(
