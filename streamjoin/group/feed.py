@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-import aiokafka
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
@@ -30,11 +29,6 @@ waiting that the lag does not show."""
 logger = logging.getLogger(__name__)
 
 Records = dict[TopicPartition, list[ConsumerRecord[object, object]]]
-
-
-def _for_aiokafka(partitions: Iterable[TopicPartition]) -> list[aiokafka.TopicPartition]:
-    """aiokafka's pause and resume accept only its own TopicPartition type."""
-    return [aiokafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
 
 
 class PartitionFeed:
@@ -103,12 +97,12 @@ class PartitionFeed:
         """Stop fetching these partitions (kept across reassignments) until `resume`."""
         chosen = set(partitions) & self._next.keys()
         self._paused |= chosen
-        self._consumer.pause(*_for_aiokafka(chosen))
+        self._consumer.pause(*chosen)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         chosen = set(partitions) & self._paused
         self._paused -= chosen
-        self._consumer.resume(*_for_aiokafka(chosen))
+        self._consumer.resume(*chosen)
 
     def lag(self, tp: TopicPartition) -> int | None:
         """Records between the next one to deliver and the high watermark of the last fetch;
@@ -144,7 +138,7 @@ class PartitionFeed:
             if offset is not None:
                 self._consumer.seek(tp, offset)
         if self._paused:
-            self._consumer.pause(*_for_aiokafka(self._paused))
+            self._consumer.pause(*self._paused)
 
     def deliver(
         self, fetched: Mapping[TopicPartition, list[ConsumerRecord[object, object]]]
@@ -176,7 +170,7 @@ def _fetch_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | Non
     assignment = subscription.assignment
     if assignment is None:
         return None
-    state = assignment.state_value(aiokafka.TopicPartition(tp.topic, tp.partition))
+    state = assignment.state_value(tp)
     if state is None or not state.has_valid_position:
         return None
     position: int = state.position

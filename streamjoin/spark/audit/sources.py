@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiokafka import TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.watermarks import committed_offsets
 from streamjoin.spark.kafka.offsets import OffsetRange, run_sync
