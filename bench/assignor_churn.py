@@ -126,7 +126,10 @@ def streamjoin_call(
     cooperative = CooperativeStickyAssignor()
     subscriptions = {
         m: Subscription(
-            tuple(j.topics), b"", tuple(j.owned), j.generation if j.generation >= 0 else NO_GENERATION
+            tuple(j.topics),
+            b"",
+            tuple(j.owned),
+            j.generation if j.generation >= 0 else NO_GENERATION,
         )
         for m, j in members.items()
     }
@@ -136,7 +139,9 @@ def streamjoin_call(
     )
 
 
-def streamjoin_assign(assignor: str, counts: Mapping[str, int], members: Mapping[str, JavaMember]) -> Owned:
+def streamjoin_assign(
+    assignor: str, counts: Mapping[str, int], members: Mapping[str, JavaMember]
+) -> Owned:
     """`streamjoin_call`'s call, read."""
     call, read = streamjoin_call(assignor, counts, members)
     return read(call())
@@ -213,7 +218,9 @@ def _leave(group: _Group, member: str) -> None:
     group.owned.pop(member, None)
 
 
-def _leave_join(group: _Group, rng: random.Random, scale: Scale, family: str = "leave-join") -> None:
+def _leave_join(
+    group: _Group, rng: random.Random, scale: Scale, family: str = "leave-join"
+) -> None:
     action = rng.choice(("leave", "join", "both"))
     if action in ("leave", "both") and len(group.topics) > 1:
         _leave(group, rng.choice(sorted(group.topics)))

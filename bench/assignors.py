@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,10 +74,14 @@ def group(step: str, members: int, partitions: int, owned: Owned) -> tuple[dict[
         topics["member-new"] = tuple(counts)
     elif step == "rolling":
         counts["topic-new"] = partitions // TOPICS
-        topics = {m: (*t, "topic-new") if i % 2 == 0 else t for i, (m, t) in enumerate(topics.items())}
+        topics = {
+            m: (*t, "topic-new") if i % 2 == 0 else t for i, (m, t) in enumerate(topics.items())
+        }
     elif step == "mixed":
         subsets = random.Random(members)
-        topics = {m: tuple(sorted(subsets.sample(sorted(counts), subsets.randint(1, 6)))) for m in names}
+        topics = {
+            m: tuple(sorted(subsets.sample(sorted(counts), subsets.randint(1, 6)))) for m in names
+        }
     reports = step != "fresh"
     return counts, {
         m: JavaMember(t, owned.get(m, ()), 1) if reports and m in owned else JavaMember(t)
@@ -158,7 +163,14 @@ def measure(args: argparse.Namespace, java: KafkaAssignors) -> dict[tuple[str, s
                     inputs.write_bytes(pickle.dumps((counts, group_members)))
                     ours = json.loads(
                         subprocess.run(
-                            [sys.executable, __file__, "--child", assignor, str(inputs), str(args.warm)],
+                            [
+                                sys.executable,
+                                __file__,
+                                "--child",
+                                assignor,
+                                str(inputs),
+                                str(args.warm),
+                            ],
                             check=True,
                             capture_output=True,
                             text=True,
@@ -197,47 +209,60 @@ def report(rows: Mapping[tuple[str, str], Row], args: argparse.Namespace) -> Non
         )
     print("wall ms, median: Java warm / streamjoin cold / streamjoin warm")
     for (assignor, step), row in rows.items():
-        java, cold, warm = (statistics.median(x[0] for x in xs) for xs in (row.java, row.cold, row.warm))
+        java, cold, warm = (
+            statistics.median(x[0] for x in xs) for xs in (row.java, row.cold, row.warm)
+        )
         print(f"{assignor:<19} {step:<7} {java:9.1f} / {cold:9.1f} / {warm:9.1f}")
 
 
 def churn(java: KafkaAssignors, seeds: int) -> None:
-    """Per family and assignor: steps in which streamjoin keeps fewer or more partitions."""
+    """Per family and assignor, steps compared: kept fewer / more partitions than Kafka, at
+    the same spread or a narrower one (more balanced), and spreads wider than Kafka's."""
     print(
         f"\nchurn families, {seeds} seeds each, both drivers (each scenario's groups follow "
-        "streamjoin's assignments, then Kafka's); per step both assign the same input"
+        "streamjoin's assignments, then Kafka's); per step both assign the same input.\n"
+        "Steps in which streamjoin keeps fewer: at the same spread (goal 0), or at a narrower "
+        "one (more balanced than Kafka; no assignment that balanced keeps as much)."
     )
     print(
-        f"{'family':<11} {'assignor':<19} {'scenarios':>9} {'steps':>6} {'kept ours/Java':>15} "
-        f"{'fewer (scen/steps, most)':>25} {'more':>5} {'wider spread':>12} {'unbalanced':>10}"
+        f"{'family':<11} {'assignor':<19} {'scenarios':>9} {'steps':>5} {'kept ours/Java':>15} "
+        f"{'fewer same':>10} {'fewer narrower':>14} {'more':>5} {'narrower':>8} {'wider':>5} "
+        f"{'unbalanced':>10}"
     )
-    worse_scenarios = total_scenarios = 0
+    scenarios = 0
+    worse: dict[str, set[tuple[str, str, int, str]]] = {
+        "fewer same": set(),
+        "fewer narrower": set(),
+    }
     for family in FAMILIES:
         for assignor in ASSIGNORS:
-            scenarios = steps = ours = theirs = fewer = more = wider = unbalanced = 0
-            worse: set[tuple[int, str]] = set()
-            deficit = 0
+            count: Counter[str] = Counter()
             for seed in range(seeds):
                 for driver in ("streamjoin", "kafka"):
                     scenarios += 1
-                    for outcome in run_scenario(family, seed, assignor, java, driver=driver):
-                        steps += 1
-                        ours += outcome.kept[0]
-                        theirs += outcome.kept[1]
-                        if outcome.kept[0] < outcome.kept[1]:
-                            fewer += 1
-                            worse.add((seed, driver))
-                            deficit = max(deficit, outcome.kept[1] - outcome.kept[0])
-                        more += outcome.kept[0] > outcome.kept[1]
-                        wider += outcome.spread[0] > outcome.spread[1]
-                        unbalanced += not outcome.balanced[0]
-            worse_scenarios += len(worse)
-            total_scenarios += scenarios
+                    for step in run_scenario(family, seed, assignor, java, driver=driver):
+                        (ours, theirs), (our_spread, their_spread) = step.kept, step.spread
+                        count["steps"] += 1
+                        count["ours"] += ours
+                        count["theirs"] += theirs
+                        if ours < theirs:
+                            kind = "fewer same" if our_spread >= their_spread else "fewer narrower"
+                            count[kind] += 1
+                            worse[kind].add((family, assignor, seed, driver))
+                        count["more"] += ours > theirs
+                        count["narrower"] += our_spread < their_spread
+                        count["wider"] += our_spread > their_spread
+                        count["unbalanced"] += not step.balanced[0]
             print(
-                f"{family:<11} {assignor:<19} {scenarios:>9} {steps:>6} {ours:>7}/{theirs:<7} "
-                f"{len(worse):>11}/{fewer:<4} {deficit:>8} {more:>5} {wider:>12} {unbalanced:>10}"
+                f"{family:<11} {assignor:<19} {2 * seeds:>9} {count['steps']:>5} "
+                f"{count['ours']:>7}/{count['theirs']:<7} {count['fewer same']:>10} "
+                f"{count['fewer narrower']:>14} {count['more']:>5} {count['narrower']:>8} "
+                f"{count['wider']:>5} {count['unbalanced']:>10}"
             )
-    print(f"scenarios in which streamjoin keeps fewer in some step: {worse_scenarios} of {total_scenarios}")
+    print(
+        f"scenarios with a step that keeps fewer: at the same spread {len(worse['fewer same'])}, "
+        f"at a narrower one {len(worse['fewer narrower'])}, of {scenarios}"
+    )
 
 
 def _load() -> str:
@@ -261,7 +286,9 @@ def main() -> None:
         return
     unknown = set(args.steps.split(",")) - set(STEPS)
     if unknown:
-        parser.error(f"unknown step(s) {', '.join(sorted(unknown))}: choose from {', '.join(STEPS)}")
+        parser.error(
+            f"unknown step(s) {', '.join(sorted(unknown))}: choose from {', '.join(STEPS)}"
+        )
     print(f"{os.cpu_count()} CPUs, load average {_load()} (figures under load are indicative)")
     with KafkaAssignors() as java:
         args.kafka_version = java.version

@@ -49,7 +49,9 @@ class KafkaAssignors:
     def __init__(self, heap: str = "2g") -> None:
         javac = shutil.which("javac")
         if javac is None:
-            raise RuntimeError("Kafka's assignors need a JDK 17+ (javac): apt-get install openjdk-17-jdk")
+            raise RuntimeError(
+                "Kafka's assignors need a JDK 17+ (javac): apt-get install openjdk-17-jdk"
+            )
         self._classes = tempfile.TemporaryDirectory(prefix="kafka-assignors-")
         subprocess.run(
             [javac, "-d", self._classes.name, "-cp", kafka_classpath(), str(SOURCE)],
