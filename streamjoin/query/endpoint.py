@@ -84,7 +84,7 @@ def register_query_metrics(registry: MetricsRegistry, stats: QueryStats) -> None
 
     registry.register(
         "query_latency_seconds",
-        "summary",
+        "gauge",  # quantiles as labels: prometheus_client's summaries carry none of their own
         "Key lookup latency over the latest few thousand lookups",
         quantiles,
     )

@@ -239,8 +239,11 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     ] = False,
     metrics_host: Annotated[
         str,
-        typer.Option(metavar="HOST", help="Address the Prometheus endpoint listens on."),
-    ] = "0.0.0.0",
+        typer.Option(
+            metavar="HOST",
+            help="Address the Prometheus endpoint listens on (0.0.0.0: every interface).",
+        ),
+    ] = "127.0.0.1",
     security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Run an app's joins as one member of its worker group.
@@ -311,6 +314,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
                 state_dir=running.state_dir,
                 app_id=loaded.app_id,
                 metrics_port=metrics_port,
+                metrics_host=metrics_host,
                 instance_id=instance_id,
             )
         )

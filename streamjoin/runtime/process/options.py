@@ -25,7 +25,7 @@ class WorkerOptions:
     """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
     commit_interval_s: float | None = None
     metrics_port: int | None = None
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = "127.0.0.1"
     """Address the Prometheus endpoint listens on (all interfaces by default)."""
     on_error: str | None = None
     max_future_ms: int | None = None
