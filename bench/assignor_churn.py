@@ -42,6 +42,7 @@ from streamjoin.assignment.model import (
 
 __all__ = (
     "FAMILIES",
+    "LeaderCall",
     "Outcome",
     "Scale",
     "run_scenario",
@@ -107,12 +108,21 @@ class _Group:
         return joined
 
 
+@dataclass(frozen=True)
+class LeaderCall:
+    """streamjoin's assignor as a group leader calls it, on prepared subscriptions."""
+
+    run: Callable[[], Any]
+    sent: Callable[[Any], GroupAssignment]
+    """What the leader encodes for SyncGroup now, from `run`'s result."""
+    read: Callable[[Any], Owned]
+    """Where the group stands once any follow-up rebalance is done, from `run`'s result."""
+
+
 def streamjoin_call(
     assignor: str, counts: Mapping[str, int], members: Mapping[str, JavaMember]
-) -> tuple[Callable[[], Any], Callable[[Any], Owned]]:
-    """streamjoin's `assignor` on the group as its own members would report it: the call a group
-    leader makes, and how to read its result (outside any timing): the target, after the
-    follow-up rebalance, for cooperative-sticky."""
+) -> LeaderCall:
+    """streamjoin's `assignor` on the group as its own members would report it."""
     if assignor == "sticky":
         sticky = StickyAssignor()
         subscriptions = {
@@ -122,7 +132,7 @@ def streamjoin_call(
             )
             for m, j in members.items()
         }
-        return lambda: sticky.assign(counts, subscriptions), _partitions
+        return LeaderCall(lambda: sticky.assign(counts, subscriptions), _same, _partitions)
     cooperative = CooperativeStickyAssignor()
     subscriptions = {
         m: Subscription(
@@ -133,18 +143,23 @@ def streamjoin_call(
         )
         for m, j in members.items()
     }
-    return (
+    return LeaderCall(
         lambda: cooperative.assign_step(counts, subscriptions),
+        lambda step: step.assignment,
         lambda step: _partitions(step.target()),
     )
+
+
+def _same(assignment: GroupAssignment) -> GroupAssignment:
+    return assignment
 
 
 def streamjoin_assign(
     assignor: str, counts: Mapping[str, int], members: Mapping[str, JavaMember]
 ) -> Owned:
     """`streamjoin_call`'s call, read."""
-    call, read = streamjoin_call(assignor, counts, members)
-    return read(call())
+    call = streamjoin_call(assignor, counts, members)
+    return call.read(call.run())
 
 
 def _partitions(assignment: GroupAssignment) -> Owned:

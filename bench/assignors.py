@@ -44,14 +44,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assignor_churn import FAMILIES, run_scenario, streamjoin_call
 from kafka_assignors import JavaMember, KafkaAssignors
 
+from streamjoin.assignment.consumer.consumer_protocol import encode_assignment
 from streamjoin.assignment.consumer.summary import is_balanced
 from streamjoin.assignment.model import Assignment, TopicPartition
 
@@ -100,36 +101,52 @@ def figures(result: Owned, members: Members, counts: Mapping[str, int]) -> dict[
 
 
 def child(assignor: str, inputs: str, warm: int) -> None:
-    """In a fresh process: the first call and `warm` more, with the result's figures, as JSON."""
+    """In a fresh process: the first call and `warm` more, each then encoded for SyncGroup as
+    the leader sends it, with the result's figures, as JSON."""
     with open(inputs, "rb") as file:
         counts, members = pickle.load(file)
-    call, read = streamjoin_call(assignor, counts, members)
-    timings: list[tuple[float, float]] = []
+    call = streamjoin_call(assignor, counts, members)
+    timings: list[tuple[float, float, float, float]] = []
     result = None
     for _ in range(1 + warm):
         result = None  # the last result is freed outside the timing, as Java's is collected
         wall, cpu = time.perf_counter(), time.process_time()
-        result = call()
-        timings.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
-    owned = read(result)
+        result = call.run()
+        ran = time.perf_counter(), time.process_time()
+        for given in call.sent(result).values():
+            encode_assignment(given)
+        timings.append(
+            (
+                (ran[0] - wall) * 1000,
+                (ran[1] - cpu) * 1000,
+                (time.perf_counter() - ran[0]) * 1000,
+                (time.process_time() - ran[1]) * 1000,
+            )
+        )
+    owned = call.read(result)
     print(json.dumps({"cold": timings[0], "warm": timings[1:], **figures(owned, members, counts)}))
+
+
+Times = tuple[float, float, float, float]
+"""Of one call, in ms: assign wall, assign CPU, encode wall, encode CPU (encode: every member's
+assignment encoded for SyncGroup, as the leader sends it)."""
 
 
 @dataclass
 class Row:
-    """One assignor and step over the rounds."""
+    """One assignor and step over the rounds: per round, Java's warm median, streamjoin's cold
+    call and its warm median."""
 
-    java: list[tuple[float, float]]
-    """Java's warm median per round: (wall, CPU) ms."""
-    cold: list[tuple[float, float]]
-    warm: list[tuple[float, float]]
-    """streamjoin's warm median per round."""
+    java: list[Times] = field(default_factory=list)
+    cold: list[Times] = field(default_factory=list)
+    warm: list[Times] = field(default_factory=list)
     kept: tuple[int, int] = (0, 0)
     spread: tuple[int, int] = (0, 0)
 
 
-def _median_pair(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+def _medians(calls: Sequence[Sequence[float]]) -> Times:
+    wall, cpu, encode_wall, encode_cpu = (statistics.median(c[i] for c in calls) for i in range(4))
+    return wall, cpu, encode_wall, encode_cpu
 
 
 def _spread(values: Iterable[float], digits: int = 1) -> str:
@@ -161,25 +178,16 @@ def measure(args: argparse.Namespace, java: KafkaAssignors) -> dict[tuple[str, s
                     )
                     inputs = Path(scratch) / f"{assignor}-{step}.pickle"
                     inputs.write_bytes(pickle.dumps((counts, group_members)))
+                    command = [sys.executable, __file__, "--child", assignor, str(inputs)]
                     ours = json.loads(
                         subprocess.run(
-                            [
-                                sys.executable,
-                                __file__,
-                                "--child",
-                                assignor,
-                                str(inputs),
-                                str(args.warm),
-                            ],
-                            check=True,
-                            capture_output=True,
-                            text=True,
+                            [*command, str(args.warm)], check=True, capture_output=True, text=True
                         ).stdout
                     )
-                    row = rows.setdefault((assignor, step), Row([], [], []))
-                    row.java.append(_median_pair(theirs.times_ms))
+                    row = rows.setdefault((assignor, step), Row())
+                    row.java.append(_medians(theirs.times_ms))
                     row.cold.append(tuple(ours["cold"]))
-                    row.warm.append(_median_pair(ours["warm"]))
+                    row.warm.append(_medians(ours["warm"]))
                     java_figures = figures(theirs.assignment, group_members, counts)
                     row.kept = (ours["kept"], java_figures["kept"])
                     row.spread = (ours["spread"], java_figures["spread"])
@@ -191,28 +199,36 @@ def report(rows: Mapping[tuple[str, str], Row], args: argparse.Namespace) -> Non
         f"\n{args.size.replace('x', ' members x ')} partitions, {args.rounds} round(s), "
         f"Kafka {args.kafka_version} in one JVM ({args.java_warm_ups} warm-up + "
         f"{args.java_timed} timed calls per step and round), streamjoin in a fresh process per "
-        f"step and round (cold call + {args.warm} warm). CPU ms, median (range); load {_load()}"
+        f"step and round (cold call + {args.warm} warm). CPU ms, median (range over rounds); "
+        f"load {_load()}"
     )
+    _table(rows, "assign", lambda t: t[1])
+    _table(rows, "assign + encode for SyncGroup", lambda t: t[1] + t[3])
+    print("wall ms, median: Java warm / streamjoin cold / streamjoin warm (assign only)")
+    for (assignor, step), row in rows.items():
+        java, cold, warm = (
+            statistics.median(t[0] for t in ts) for ts in (row.java, row.cold, row.warm)
+        )
+        print(f"{assignor:<19} {step:<7} {java:9.1f} / {cold:9.1f} / {warm:9.1f}")
+
+
+def _table(rows: Mapping[tuple[str, str], Row], what: str, cpu: Callable[[Times], float]) -> None:
+    print(f"\n{what}:")
     print(
-        f"{'assignor':<19} {'step':<7} {'Java warm':>19} {'streamjoin cold':>21} "
+        f"{'assignor':<19} {'step':<7} {'Java warm':>19} {'streamjoin cold':>19} "
         f"{'streamjoin warm':>19} {'cold/Java':>17} {'warm/Java':>17} {'kept ours/Java':>17} "
         f"{'spread':>6}"
     )
     for (assignor, step), row in rows.items():
-        cold_ratio = [c[1] / j[1] for c, j in zip(row.cold, row.java, strict=True)]
-        warm_ratio = [w[1] / j[1] for w, j in zip(row.warm, row.java, strict=True)]
+        java = [cpu(t) for t in row.java]
+        cold = [cpu(t) for t in row.cold]
+        warm = [cpu(t) for t in row.warm]
         print(
-            f"{assignor:<19} {step:<7} {_spread(j[1] for j in row.java):>19} "
-            f"{_spread(c[1] for c in row.cold):>21} {_spread(w[1] for w in row.warm):>19} "
-            f"{_spread(cold_ratio, 2):>17} {_spread(warm_ratio, 2):>17} "
+            f"{assignor:<19} {step:<7} {_spread(java):>19} {_spread(cold):>19} {_spread(warm):>19} "
+            f"{_spread((c / j for c, j in zip(cold, java, strict=True)), 2):>17} "
+            f"{_spread((w / j for w, j in zip(warm, java, strict=True)), 2):>17} "
             f"{row.kept[0]:>8}/{row.kept[1]:<8} {row.spread[0]:>2}/{row.spread[1]:<2}"
         )
-    print("wall ms, median: Java warm / streamjoin cold / streamjoin warm")
-    for (assignor, step), row in rows.items():
-        java, cold, warm = (
-            statistics.median(x[0] for x in xs) for xs in (row.java, row.cold, row.warm)
-        )
-        print(f"{assignor:<19} {step:<7} {java:9.1f} / {cold:9.1f} / {warm:9.1f}")
 
 
 def churn(java: KafkaAssignors, seeds: int) -> None:

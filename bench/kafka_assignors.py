@@ -37,8 +37,9 @@ class JavaMember:
 
 @dataclass(frozen=True)
 class JavaResult:
-    times_ms: list[tuple[float, float]]
-    """(wall, CPU of the JVM) per timed call, in ms."""
+    times_ms: list[tuple[float, float, float, float]]
+    """Per timed call, in ms: wall and CPU of the JVM for the assignment, then the same for
+    encoding every member's assignment for SyncGroup (ConsumerProtocol.serializeAssignment)."""
     assignment: dict[str, tuple[TopicPartition, ...]]
     """Per member, what it ends with (cooperative-sticky: after the follow-up rebalance)."""
 
@@ -123,7 +124,7 @@ class KafkaAssignors:
         assert stdin is not None and stdout is not None
         stdin.write("\n".join(lines))
         stdin.flush()
-        times: list[tuple[float, float]] = []
+        times: list[tuple[float, float, float, float]] = []
         assignment: dict[str, tuple[TopicPartition, ...]] = {}
         while (line := stdout.readline()) != "end\n":
             if not line:
@@ -133,7 +134,7 @@ class KafkaAssignors:
                 raise RuntimeError(f"Kafka's {assignor}: {line[6:].strip()}")
             if words[0] == "times":
                 values = [int(w) / 1e6 for w in words[2:]]
-                times = list(zip(values[::2], values[1::2], strict=True))
+                times = list(zip(*(values[i::4] for i in range(4)), strict=True))
             elif words[0] == "member":
                 pairs = words[3:]
                 assignment[words[1]] = tuple(

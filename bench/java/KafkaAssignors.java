@@ -11,8 +11,10 @@
 //   member <id> <generation> <n> <topic> ... <m> <t> <p> ...   (one per member: its topics, then
 //                                                             what it owned, of that generation)
 //   end
-// The response: "times <k> <wall ns> <cpu ns> ..." for the timed calls (CPU time of the whole
-// JVM, so collections and compilations a call causes are in it, see cpuNanos), then per member
+// The response: "times <k> <wall ns> <cpu ns> <encode wall ns> <encode cpu ns> ..." for the
+// timed calls (CPU time of the whole JVM, so collections and compilations a call causes are in
+// it, see cpuNanos; encode: every member's assignment serialized for SyncGroup, as the leader
+// sends it, with ConsumerProtocol.serializeAssignment), then per member
 // "member <id> <n> <t> <p> ..." with what it ends up with (for cooperative-sticky: after the
 // follow-up rebalance hands over the partitions withheld now), then "end". A request that
 // fails gets "error <message>" and "end".
@@ -51,6 +53,7 @@ import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.clients.consumer.internals.AbstractPartitionAssignor;
 import org.apache.kafka.clients.consumer.internals.AbstractStickyAssignor;
+import org.apache.kafka.clients.consumer.internals.ConsumerProtocol;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -240,7 +243,7 @@ public final class KafkaAssignors {
 
     private static void serve(Request request, StringBuilder response) {
         Map<String, List<TopicPartition>> result = null;
-        long[] times = new long[2 * request.timed()];
+        long[] times = new long[4 * request.timed()];
         for (int call = 0; call < request.warmUps() + request.timed(); call++) {
             AbstractPartitionAssignor assignor = assignor(request.assignor());
             Map<String, List<PartitionInfo>> partitions = subscribedPartitions(request);
@@ -250,10 +253,19 @@ public final class KafkaAssignors {
             result = assignor.assignPartitions(partitions, subscriptions);
             long cpuTaken = cpuNanos() - cpu;
             long wallTaken = System.nanoTime() - wall;
+            long encodeWall = System.nanoTime();
+            long encodeCpu = cpuNanos();
+            for (List<TopicPartition> assigned : result.values()) {
+                ConsumerProtocol.serializeAssignment(new Assignment(assigned));
+            }
+            long encodeCpuTaken = cpuNanos() - encodeCpu;
+            long encodeWallTaken = System.nanoTime() - encodeWall;
             int timed = call - request.warmUps();
             if (timed >= 0) {
-                times[2 * timed] = wallTaken;
-                times[2 * timed + 1] = cpuTaken;
+                times[4 * timed] = wallTaken;
+                times[4 * timed + 1] = cpuTaken;
+                times[4 * timed + 2] = encodeWallTaken;
+                times[4 * timed + 3] = encodeCpuTaken;
             }
         }
         if (request.assignor().equals("cooperative-sticky")) {

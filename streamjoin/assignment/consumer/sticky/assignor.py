@@ -10,7 +10,7 @@ no longer subscribed to are ignored.
 
 `sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
 all members subscribe to the same topics (dealt straight from the partition table when nobody
-owns anything yet: `fresh_quota`) and KIP-54's general algorithm otherwise.
+owns anything yet: `fresh_numbers`) and KIP-54's general algorithm otherwise.
 """
 
 from __future__ import annotations
@@ -22,12 +22,16 @@ from itertools import chain
 from streamjoin.assignment.consumer.claims import resolve_claims
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.sticky.general import general_assign
-from streamjoin.assignment.consumer.sticky.quota import fresh_quota, quota_assign
+from streamjoin.assignment.consumer.sticky.quota import fresh_numbers, quota_assign
 from streamjoin.assignment.consumer.sticky.user_data import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )
-from streamjoin.assignment.consumer.topic_layout import TopicLayout, group_by_topic
+from streamjoin.assignment.consumer.topic_layout import (
+    NumberedPartitions,
+    TopicLayout,
+    group_by_topic,
+)
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -41,6 +45,8 @@ from streamjoin.errors import ProtocolDecodeError
 __all__ = ("PreviousOwnership", "StickyAssignor", "sticky_assign")
 
 logger = logging.getLogger(__name__)
+
+_NOTHING = Assignment(())
 
 PreviousOwnership = tuple[Mapping[str, Sequence[int]], int]
 """A member's previously owned partition numbers per topic, and the generation they are from."""
@@ -68,8 +74,11 @@ def sticky_assign(
     numbers: list[list[int]] = [[] for _ in members]
     identical = len({subscribed[i] for i in consuming}) == 1
     if identical and not any(owned):
-        dealt = dict(zip(consuming, fresh_quota(layout.table(), len(consuming)), strict=True))
-        return {member: Assignment(dealt.get(i, ())) for i, member in enumerate(members)}
+        dealt = dict(zip(consuming, fresh_numbers(layout.total, len(consuming)), strict=True))
+        return {
+            member: Assignment(NumberedPartitions(layout, dealt[i])) if i in dealt else _NOTHING
+            for i, member in enumerate(members)
+        }
     if identical:
         quota = quota_assign(layout.total, [owned[i] for i in consuming])
         for i, assigned in zip(consuming, quota, strict=True):
@@ -82,7 +91,7 @@ def sticky_assign(
         for i, partitions in zip(consuming, general, strict=True):
             numbers[i] = partitions
     return {
-        member: Assignment(layout.to_partitions(partitions))
+        member: Assignment(NumberedPartitions(layout, partitions)) if partitions else _NOTHING
         for member, partitions in zip(members, numbers, strict=True)
     }
 
