@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-broker
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars docker-e2e
 
 # .venv/.installed-<extra>: streamjoin installed (editable) with that extra.
 $(VENV)/.installed-%: pyproject.toml setup.py constraints.txt $(COMPILED)
@@ -37,6 +37,12 @@ spark-kafka-jars: $(STAMP)
 
 test: $(STAMP) kafka-jars spark-kafka-jars
 	$(BIN)/python -m pytest
+
+# The README's Docker commands, run for real (docker/e2e.py): a container engine started where one
+# can be (Debian's docker.io with Compose v2), local stand-ins for the two base images where no
+# image registry is reachable; the last line is the demo's `joined: expected=E present=P ...`.
+docker-e2e: $(STAMP) kafka-jars
+	$(BIN)/python docker/e2e.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
