@@ -68,7 +68,7 @@ class PartitionSource(Protocol):
     def partitions(self) -> tuple[TopicPartition, ...]:
         """Every partition, by topic and then by number."""
 
-    def by_topic(self) -> list[tuple[str, list[int]]]:
+    def by_topic(self) -> list[tuple[str, Sequence[int]]]:
         """Partition numbers per topic, topics by name, numbers ascending."""
 
 
@@ -103,7 +103,7 @@ class Assignment:
             self._partitions = self._source.partitions()
         return self._partitions
 
-    def by_topic(self) -> list[tuple[str, list[int]]]:
+    def by_topic(self) -> list[tuple[str, Sequence[int]]]:
         """Partition numbers per topic, topics by name, numbers ascending."""
         if self._partitions is None and self._source is not None:
             return self._source.by_topic()

@@ -106,13 +106,14 @@ def encode_assignment(assignment: Assignment, version: int = LATEST_VERSION) -> 
         )
     # One struct call per member: the leader encodes every member's assignment (1,000 members
     # with 100,000 partitions at a time), and a writer call per topic took most of that time.
+    grouped = assignment.by_topic()
     shape: list[tuple[int, int]] = []
-    values: list[object] = [version, 0]
-    for topic, partitions in assignment.by_topic():
+    values: list[object] = [version, len(grouped)]
+    for topic, partitions in grouped:
         name = _utf8(topic)
         shape.append((len(name), len(partitions)))
-        values += (len(name), name, len(partitions), *partitions)
-    values[1] = len(shape)
+        values += (len(name), name, len(partitions))
+        values += partitions
     user_data = assignment.user_data
     values += (len(user_data), user_data)
     return _assignment_struct(tuple(shape), len(user_data)).pack(*values)
