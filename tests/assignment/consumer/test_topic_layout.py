@@ -69,3 +69,20 @@ def test_a_compact_assignment_is_the_assignment_of_its_partitions(
     assert encode_assignment(compact) == encode_assignment(plain)
     assert compact == plain and hash(compact) == hash(plain)
     assert compact.partitions == tuple(sorted(plain.partitions))
+
+
+def test_a_few_partitions_of_a_large_layout_are_made_without_its_table() -> None:
+    layout = TopicLayout({"a": 50, "b": 30, "c": 0}, ["a", "b", "c"])
+    expected = (
+        TopicPartition("b", 29),
+        TopicPartition("a", 0),
+        TopicPartition("b", 0),
+        TopicPartition("a", 49),
+    )
+    assert layout.to_partitions([79, 0, 50, 49]) == expected
+    assert [layout.number(tp) for tp in expected] == [79, 0, 50, 49]
+    assert layout.number(TopicPartition("b", 30)) is None
+    assert layout.number(TopicPartition("c", 0)) is None
+    assert layout.to_partitions(range(80)) == tuple(
+        TopicPartition(t, p) for t, n in (("a", 50), ("b", 30)) for p in range(n)
+    )
