@@ -19,13 +19,17 @@ its first rebalance after a restart), then warm calls. Per step the table gives 
 median, streamjoin's cold and warm medians, the ratios cold / Java and warm / Java (median and
 range over rounds, each round's ratio from that round's figures), partitions kept by each (for
 cooperative-sticky, once the follow-up rebalance has handed over what it withholds) and the
-spread. Times are CPU time, the JVM's whole process (its collector and compiler threads count)
-against the Python process; wall times are printed beside them. On a shared machine figures move
-with the load, which is printed: same-run ratios are what to compare.
+spread. A second table adds to each call what the leader does next: encode every member's
+assignment for SyncGroup (Kafka's ConsumerProtocol.serializeAssignment, streamjoin's
+encode_assignment), so that an assignment held compactly until it is encoded (see Assignment)
+is charged for what it defers. Times are CPU time, the JVM's whole process (its collector and
+compiler threads count) against the Python process; wall times are printed beside them. On a
+shared machine figures move with the load, which is printed: same-run ratios are what to
+compare.
 
 Then the churn families (bench/assignor_churn.py): per family and assignor, the steps and
-scenarios in which streamjoin keeps fewer or more partitions than Kafka on the same input, and
-whether its spread is ever wider.
+scenarios in which streamjoin keeps fewer or more partitions than Kafka on the same input, at
+the same spread or a narrower one, and whether its spread is ever wider.
 
     python bench/assignors.py [--size 1000x100000] [--rounds 3] [--steps fresh,leave,join]
                               [--churn-seeds 10] [--no-churn]
@@ -55,6 +59,7 @@ from kafka_assignors import JavaMember, KafkaAssignors
 from streamjoin.assignment.consumer.consumer_protocol import encode_assignment
 from streamjoin.assignment.consumer.summary import is_balanced
 from streamjoin.assignment.model import Assignment, TopicPartition
+from streamjoin.errors import StreamJoinError
 
 TOPICS = 10
 ASSIGNORS = ("sticky", "cooperative-sticky")
@@ -306,7 +311,11 @@ def main() -> None:
             f"unknown step(s) {', '.join(sorted(unknown))}: choose from {', '.join(STEPS)}"
         )
     print(f"{os.cpu_count()} CPUs, load average {_load()} (figures under load are indicative)")
-    with KafkaAssignors() as java:
+    try:
+        java = KafkaAssignors()
+    except (RuntimeError, StreamJoinError) as exc:  # no JDK, or no `make kafka-jars` yet
+        parser.exit(2, f"error: {exc}\n")
+    with java:
         args.kafka_version = java.version
         report(measure(args, java), args)
         if not args.no_churn:
