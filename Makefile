@@ -3,23 +3,26 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+# The demo installs the embedded broker's extra only: no PySpark, pyarrow or test tools.
+DEMO_STAMP := $(VENV)/.installed-broker
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
 .PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars
 
-$(STAMP): pyproject.toml setup.py constraints.txt $(COMPILED)
+# .venv/.installed-<extra>: streamjoin installed (editable) with that extra.
+$(VENV)/.installed-%: pyproject.toml setup.py constraints.txt $(COMPILED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "streamjoin needs Python 3.11 or newer (found: $$($(PYTHON) --version))"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$*]'
 	@touch $@
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python apps/ads/demo.py
 
-demo-shop: $(STAMP)
+demo-shop: $(DEMO_STAMP)
 	$(BIN)/python apps/shop/demo.py
 
 # Apache Kafka's jars (the release pinned in streamjoin/broker/maven/pom.xml), fetched once by Maven
@@ -39,11 +42,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build streamjoin/_compiled.json
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .grimp_cache .hypothesis build streamjoin/_compiled.json
 	find . -path ./.venv -prune -o -name '*.so' -print -delete

@@ -39,6 +39,7 @@ from streamjoin import App, QueryClient
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.query.endpoint import QueryEndpoint
 from streamjoin.query.paths import lookup_path
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.runtime.topology.app_topology import TaskId
@@ -118,10 +119,10 @@ async def measure(
     )
 
 
-def ready(worker: Worker) -> bool:
+def ready(worker: Worker, endpoint: QueryEndpoint) -> bool:
     """Runs a task of the stream-table join (local and forwarded lookups are of its table) and
     knows where every task is."""
-    queries, manager = worker.queries, worker.manager
+    queries, manager = endpoint.server, worker.manager
     return (
         queries is not None
         and manager is not None
@@ -167,26 +168,26 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
     await fill(bootstrap, f"prices-{suffix}", users, args.versions)
     await fill(bootstrap, f"countries-{suffix}", users)
     app = make_app(suffix)
+    endpoints = [QueryEndpoint(0) for _ in range(2)]
     workers = [
         Worker(
             app,
-            WorkerOptions(
-                bootstrap=bootstrap, state_dir=workdir / name, query_port=0, commit_interval_s=1.0
-            ),
+            WorkerOptions(bootstrap=bootstrap, state_dir=workdir / name, commit_interval_s=1.0),
+            services=[endpoint],
         )
-        for name in ("a", "b")
+        for name, endpoint in zip(("a", "b"), endpoints, strict=True)
     ]
     running = [asyncio.create_task(w.run()) for w in workers]
     try:
         for _ in range(600):
-            if all(ready(w) for w in workers):
+            if all(ready(w, e) for w, e in zip(workers, endpoints, strict=True)):
                 break
             await asyncio.sleep(0.2)
         else:
             raise SystemExit("the workers did not both run join tasks within 2 minutes")
-        first = workers[0]
-        assert first.queries is not None and first.manager is not None
-        url = first.queries.service.url
+        first, queries = workers[0], endpoints[0].server
+        assert queries is not None and first.manager is not None
+        url = queries.service.url
         mine = {t for t, a in first.manager.active.items() if a.running is not None}
         store, prices, countries = (f"{t}-{suffix}" for t in ("users", "prices", "countries"))
 
@@ -195,7 +196,7 @@ async def run(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
 
         local = [k for k in users if task("enrich", k) in mine]
         remote = [k for k in users if task("enrich", k) not in mine]
-        placements = first.queries.service.placements()
+        placements = queries.service.placements()
         price_owner = {k: placements[task("price", k)].active or url for k in users}
         as_of = {"as_of": str(T0 + 1_000 * (args.versions // 2) + 500)}
         async with aiohttp.ClientSession() as session:

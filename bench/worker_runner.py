@@ -39,9 +39,9 @@ from unbounded import unbounded_settings
 
 from streamjoin import JoinWindows
 from streamjoin.compiled import build_description
+from streamjoin.memory_settings import parse_size
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
-from streamjoin.state.memory import parse_size
 
 __all__ = ("options_from", "parser")
 

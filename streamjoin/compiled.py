@@ -91,7 +91,10 @@ def build_description() -> str:
     """How the per-record path runs in this process, for logs and benchmark reports."""
     built = compiled_modules()
     if not built:
-        return "pure Python (installed with STREAMJOIN_COMPILE=0, or no compiler)"
+        return (
+            "pure Python, slower per record (installed without a working C compiler, or with "
+            "STREAMJOIN_COMPILE=0; reinstall with gcc and python3-dev to compile)"
+        )
     if any(isinstance(finder, SourcesFirst) for finder in sys.meta_path):
         return "pure Python (sources changed since the build: rebuild to compile them)"
     return f"compiled with mypyc ({len(built)} modules)"

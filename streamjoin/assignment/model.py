@@ -1,7 +1,9 @@
 """The plain data every assignor reads and writes: subscriptions in, assignments out.
 
-Kept free of I/O and of any client library so that assignors are pure functions of this data and
-can be tested, benchmarked and planned (`streamjoin plan`) without a broker.
+Kept free of I/O so that assignors are pure functions of this data and can be tested, benchmarked
+and planned (`streamjoin plan`) without a broker. The one thing taken from the Kafka client is
+`TopicPartition`: aiokafka's own NamedTuple, so that one type names a partition everywhere in
+streamjoin (aiokafka's consumer accepts no other in seek, pause and the like).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 __all__ = (
     "NO_GENERATION",
@@ -27,9 +29,16 @@ NO_GENERATION = -1
 """Kafka's DEFAULT_GENERATION: the member has no generation to report (new, or an old client)."""
 
 
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+if TYPE_CHECKING:
+
+    class TopicPartition(NamedTuple):
+        """What mypy knows of aiokafka's TopicPartition (aiokafka ships no type information)."""
+
+        topic: str
+        partition: int
+
+else:
+    from aiokafka.structs import TopicPartition
 
 
 class RebalanceProtocol(enum.IntEnum):

@@ -1,6 +1,15 @@
 """Help that reads like the ecosystem's command lines (click, Kafka's tools): `APP` in the
 usage line, `--capacity INTEGER`, choices as `[dlq|fail]`, no type label on flags or on
-arguments (their name says it). Typer labels types `<int>` and arguments `{app}` instead."""
+arguments (their name says it). Typer 0.29 labels types `<int>` and arguments `{app}` instead.
+
+The one module that leans on typer's internals: the type label of its help comes from
+`TyperOption.display_type_rich` and `TyperArgument.display_type_rich`, the parameter's type from
+`type_descriptor`, the argument's name from `display_name_raw` (typer 0.29; tests/cli/
+test_help_style.py fails when typer changes them). With a typer that lacks them the help keeps
+typer's own style and everything else works (`KNOWN_TYPER`). Everything else here is click's
+public API (`get_usage_pieces`, `get_help_option`, `get_short_help_str`), and the classes are
+typer's documented `typer.core` ones.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +17,21 @@ import enum
 from pathlib import Path
 from typing import Any, get_args
 
-from typer import _click  # typer's own click, whose Context its classes take
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-__all__ = ("ConventionalGroup",)
+__all__ = ("KNOWN_TYPER", "ConventionalGroup")
 
 _TYPE_NAMES: dict[Any, str] = {int: "INTEGER", float: "FLOAT", str: "TEXT", Path: "PATH"}
+
+KNOWN_TYPER = all(
+    hasattr(cls, name)
+    for cls, name in (
+        (TyperOption, "display_type_rich"),
+        (TyperArgument, "display_type_rich"),
+        (TyperArgument, "display_name_raw"),
+    )
+)
+"""Whether this typer renders type labels the way the restyling below overrides (0.29)."""
 
 
 def _type_label(option: TyperOption) -> str:
@@ -28,7 +46,7 @@ def _type_label(option: TyperOption) -> str:
 
 
 class _Option(TyperOption):
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         if self.is_flag or self.count:
             return None
         return self.metavar or _type_label(self)
@@ -39,23 +57,24 @@ class _Argument(TyperArgument):
     def display_name_raw(self) -> str:
         return self.metavar or (self.name or "").upper()
 
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         return None
 
-    def _usage_display_name(self) -> str:
-        name = self.display_name_raw
-        if self.nargs != 1 and not name.endswith("..."):
-            name += "..."
-        return name if self.required else f"[{name}]"
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        """`NAME`, `[NAME]` when optional, then `...` when it takes several (as click)."""
+        name = self.display_name_raw.removesuffix("...")
+        shown = name if self.required else f"[{name}]"
+        return [shown + ("..." if self.nargs != 1 else "")]
 
 
 def _restyle(command: Any) -> None:
     """Give a command's parameters (and its subcommands', and --help's) the styles above."""
-    for param in command.params:
-        if type(param) is TyperOption:
-            param.__class__ = _Option
-        elif type(param) is TyperArgument:
-            param.__class__ = _Argument
+    if KNOWN_TYPER:
+        for param in command.params:
+            if type(param) is TyperOption:
+                param.__class__ = _Option
+            elif type(param) is TyperArgument:
+                param.__class__ = _Argument
     if type(command) is TyperCommand:
         command.__class__ = _Command
     for sub in getattr(command, "commands", {}).values():
@@ -64,8 +83,8 @@ def _restyle(command: Any) -> None:
             sub.__class__ = ConventionalGroup
 
 
-def _styled_help(option: TyperOption | None) -> TyperOption | None:
-    if option is not None and type(option) is TyperOption:
+def _styled_help(option: Any) -> Any:
+    if KNOWN_TYPER and type(option) is TyperOption:
         option.__class__ = _Option
     return option
 
@@ -78,7 +97,7 @@ def _summary(command: TyperCommand | TyperGroup) -> str:
 
 
 class _Command(TyperCommand):
-    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Any) -> Any:
         return _styled_help(super().get_help_option(ctx))
 
     def get_short_help_str(self, limit: int = 45) -> str:
@@ -92,7 +111,7 @@ class ConventionalGroup(TyperGroup):
         super().__init__(**attrs)
         _restyle(self)
 
-    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Any) -> Any:
         return _styled_help(super().get_help_option(ctx))
 
     def get_short_help_str(self, limit: int = 45) -> str:

@@ -8,12 +8,29 @@ from pathlib import Path
 from typing import Literal
 
 from streamjoin.errors import ConfigurationError
-from streamjoin.group.offset_reset import OffsetReset, check_policy
+from streamjoin.kafka.offset_policy import OffsetReset, check_policy
 from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.runtime.tasks.admission import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
-from streamjoin.state.memory import DEFAULT_MEMORY_BUDGET_BYTES, RocksDBOptionsSetter, recent_share
+from streamjoin.memory_settings import (
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    RocksDBOptionsSetter,
+    recent_share,
+)
 
-__all__ = ("PROCESSING_GUARANTEES", "AppSettings", "check_guarantee", "check_settings")
+__all__ = (
+    "DEFAULT_MAX_FUTURE_MS",
+    "DEFAULT_MAX_RECORD_BYTES",
+    "PROCESSING_GUARANTEES",
+    "AppSettings",
+    "check_guarantee",
+    "check_settings",
+)
+
+DEFAULT_MAX_FUTURE_MS = 3_600_000
+"""One hour: Apache Kafka 4's brokers refuse records further ahead than that by default
+(`log.message.timestamp.after.max.ms`), so a record past it was stamped by a broken clock."""
+
+DEFAULT_MAX_RECORD_BYTES = 1_000_000
+"""Key and value: under Kafka's default limit of 1 MiB per message, with room for headers."""
 
 
 @dataclass(slots=True)

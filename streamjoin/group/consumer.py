@@ -24,8 +24,9 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.feed import PartitionFeed, Records
 from streamjoin.group.listener import RebalanceListener
 from streamjoin.group.member import GroupMember
-from streamjoin.group.offset_reset import PositionReset, check_policy
+from streamjoin.group.offset_reset import PositionReset
 from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.offset_policy import check_policy
 from streamjoin.kafka.security import KafkaSecurity
 
 __all__ = ("CooperativeConsumer",)

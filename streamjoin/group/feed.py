@@ -3,9 +3,9 @@
 aiokafka's `assign()` replaces the whole assignment and forgets every position, so each change
 re-seeks the partitions that stay to the next offset the application has not yet received: they
 lose at most the records buffered but not delivered, which the next fetch brings back. Positions
-are tracked here, per delivered record, so no aiokafka internals are needed; a partition whose
-records have not been delivered yet goes back to its committed offset, or to the consumer's
-`auto_offset_reset` policy when the group has none (group/offset_reset.py).
+are tracked here, per delivered record; a partition whose records have not been delivered yet
+goes back to its committed offset, or to the consumer's `auto_offset_reset` policy when the
+group has none (group/offset_reset.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-import aiokafka
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
+from streamjoin.kafka.aiokafka_internals import fetch_position
 
 __all__ = ("LAG_FRESH_MS", "PartitionFeed")
 
@@ -30,11 +30,6 @@ waiting that the lag does not show."""
 logger = logging.getLogger(__name__)
 
 Records = dict[TopicPartition, list[ConsumerRecord[object, object]]]
-
-
-def _for_aiokafka(partitions: Iterable[TopicPartition]) -> list[aiokafka.TopicPartition]:
-    """aiokafka's pause and resume accept only its own TopicPartition type."""
-    return [aiokafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
 
 
 class PartitionFeed:
@@ -103,12 +98,12 @@ class PartitionFeed:
         """Stop fetching these partitions (kept across reassignments) until `resume`."""
         chosen = set(partitions) & self._next.keys()
         self._paused |= chosen
-        self._consumer.pause(*_for_aiokafka(chosen))
+        self._consumer.pause(*chosen)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         chosen = set(partitions) & self._paused
         self._paused -= chosen
-        self._consumer.resume(*_for_aiokafka(chosen))
+        self._consumer.resume(*chosen)
 
     def lag(self, tp: TopicPartition) -> int | None:
         """Records between the next one to deliver and the high watermark of the last fetch;
@@ -127,7 +122,7 @@ class PartitionFeed:
         if self._read_committed:
             # Transaction markers take offsets no record is delivered at: the fetcher's position
             # moves past them, the last delivered offset does not.
-            offset = max(offset or 0, _fetch_position(consumer, tp) or 0)
+            offset = max(offset or 0, fetch_position(consumer, tp) or 0)
         if offset is None:
             # Nothing delivered and nothing committed yet: an empty log is caught up; otherwise
             # where the reset policy starts is not known here.
@@ -144,7 +139,7 @@ class PartitionFeed:
             if offset is not None:
                 self._consumer.seek(tp, offset)
         if self._paused:
-            self._consumer.pause(*_for_aiokafka(self._paused))
+            self._consumer.pause(*self._paused)
 
     def deliver(
         self, fetched: Mapping[TopicPartition, list[ConsumerRecord[object, object]]]
@@ -165,19 +160,3 @@ class PartitionFeed:
                 delivered[tp] = fresh
                 self._next[tp] = fresh[-1].offset + 1
         return delivered
-
-
-def _fetch_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
-    """The consumer's position in `tp`: the next offset it hands out, past skipped transaction
-    markers. aiokafka's `position()` is a coroutine, so its subscription state is read here."""
-    subscription = consumer._subscription.subscription
-    if subscription is None:
-        return None
-    assignment = subscription.assignment
-    if assignment is None:
-        return None
-    state = assignment.state_value(aiokafka.TopicPartition(tp.topic, tp.partition))
-    if state is None or not state.has_valid_position:
-        return None
-    position: int = state.position
-    return position

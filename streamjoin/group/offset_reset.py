@@ -9,35 +9,17 @@ warning saying what was skipped and where reading resumed; policy "none" stops i
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, get_args
+from typing import Any
 
-import aiokafka
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.offset_policy import OffsetReset, OffsetResetError
 
-__all__ = ("OffsetReset", "OffsetResetError", "PositionReset", "check_policy")
-
-OffsetReset = Literal["earliest", "latest", "none"]
-"""Kafka's `auto.offset.reset`: the log's oldest offset, its end, or stop with an error."""
+__all__ = ("PositionReset",)
 
 logger = logging.getLogger(__name__)
-
-
-class OffsetResetError(StreamJoinError):
-    """A position is not in the log and the policy is "none"."""
-
-
-def check_policy(policy: str) -> OffsetReset:
-    """The policy, or a one-line error naming the choices."""
-    if policy not in get_args(OffsetReset):
-        raise OffsetResetError(
-            f"auto_offset_reset {policy!r}: use earliest, latest or none "
-            "(where to resume when an offset is not in the log)"
-        )
-    return policy  # type: ignore[return-value]
 
 
 class PositionReset:
@@ -58,12 +40,7 @@ class PositionReset:
             else {error.args[0]: None}
         )
         assigned = self._consumer.assignment()
-        # aiokafka's seeks accept only its own TopicPartition type.
-        lost = {
-            aiokafka.TopicPartition(tp.topic, tp.partition): offset
-            for tp, offset in reported.items()
-            if tp in assigned
-        }
+        lost = {tp: offset for tp, offset in reported.items() if tp in assigned}
         if not lost:
             return set()
         if self.policy == "none":
@@ -87,7 +64,7 @@ class PositionReset:
                 await self._warn(tp, offset)
         return {TopicPartition(tp.topic, tp.partition) for tp in lost}
 
-    async def _warn(self, tp: aiokafka.TopicPartition, offset: int) -> None:
+    async def _warn(self, tp: TopicPartition, offset: int) -> None:
         position: int = await self._consumer.position(tp)
         skipped = (
             f"{position - offset} records skipped"

@@ -5,7 +5,8 @@ generation and id, so a member that lost its partitions could still commit them.
 AddOffsetsToTxn goes to the transaction coordinator as aiokafka would send it, then
 TxnOffsetCommit v3 with the member's identity to the group coordinator; the producer's
 transaction manager is told the group joined the transaction, so `commit_transaction` ends it
-even when no record was produced.
+even when no record was produced (the producer's ids and that call are aiokafka internals, kept
+in kafka/aiokafka_internals.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiokafka.protocol.transaction import AddOffsetsToTxnRequest
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.aiokafka_internals import group_joined_transaction, transaction_ids
 from streamjoin.kafka.txn_protocol import TxnOffsetCommitV3Request
 
 __all__ = (
@@ -99,20 +101,20 @@ async def send_offsets_to_transaction(
 
     Raises TransactionFenced or TransactionAborted; retriable broker answers are retried for
     `within_s` seconds."""
-    txn = producer._txn_manager  # aiokafka keeps the producer id and epoch here
+    ids = transaction_ids(producer)  # fixed for the transaction's life
     deadline = time.monotonic() + within_s
     await _until_done(
         producer,
         deadline,
         coordinator=CoordinationType.TRANSACTION,
-        key=txn.transactional_id,
+        key=ids.transactional_id,
         request=lambda: AddOffsetsToTxnRequest(
-            txn.transactional_id, txn.producer_id, txn.producer_epoch, member.group_id
+            ids.transactional_id, ids.producer_id, ids.producer_epoch, member.group_id
         ),
         codes=lambda response: [response.error_code],
         what="AddOffsetsToTxn",
     )
-    txn.consumer_group_added(member.group_id)
+    group_joined_transaction(producer, member.group_id)
     by_topic: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
     for tp, offset in offsets.items():
         by_topic[tp.topic].append((tp.partition, offset))
@@ -122,10 +124,10 @@ async def send_offsets_to_transaction(
         coordinator=CoordinationType.GROUP,
         key=member.group_id,
         request=lambda: TxnOffsetCommitV3Request(
-            transactional_id=txn.transactional_id,
+            transactional_id=ids.transactional_id,
             group_id=member.group_id,
-            producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch,
+            producer_id=ids.producer_id,
+            producer_epoch=ids.producer_epoch,
             generation_id=member.generation,
             member_id=member.member_id,
             group_instance_id=member.group_instance_id,

@@ -11,8 +11,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aiokafka import TopicPartition
-
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget, connect

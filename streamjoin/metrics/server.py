@@ -1,58 +1,50 @@
-"""Serve a registry on GET /metrics over plain asyncio: no web framework for one endpoint."""
+"""Serve metrics on GET /metrics with prometheus_client's aiohttp handler, in the worker's own
+event loop (a scrape reads the worker's counters where they change, never from another
+thread), on loopback unless told otherwise. A scrape whose rendering fails is answered 500 and
+logged by aiohttp; the connection is closed as any other."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable
-from typing import Protocol
 
-__all__ = ("Exposition", "MetricsServer")
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.registry import Collector
+
+__all__ = ("MetricsServer",)
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-class Exposition(Protocol):
-    """What the server renders on each scrape: a registry, or metrics gathered at scrape time."""
-
-    def render(self) -> str | Awaitable[str]: ...
-
 
 class MetricsServer:
-    def __init__(self, registry: Exposition, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(self, registry: Collector, port: int, host: str = "127.0.0.1") -> None:
+        """`registry`: what each scrape renders (a MetricsRegistry, or a CollectorRegistry of
+        several); `port` 0 takes a free one (then `port` says which once started)."""
+        if not isinstance(registry, CollectorRegistry):
+            wrapped = CollectorRegistry(auto_describe=False)
+            wrapped.register(registry)
+            registry = wrapped
         self._registry = registry
         self._host = host
         self.port = port
-        self._server: asyncio.Server | None = None
+        self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self._host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        app = web.Application()
+        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
         logger.info("metrics on http://%s:%d/metrics", self._host, self.port)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, TimeoutError):
-            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b""
-            if path.split(b"?")[0] == b"/metrics":
-                rendered = self._registry.render()
-                text = rendered if isinstance(rendered, str) else await rendered
-                status, body, kind = "200 OK", text.encode(), _CONTENT_TYPE
-            else:
-                status, body, kind = "404 Not Found", b"see /metrics\n", "text/plain"
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        writer.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from streamjoin.dsl.fields import FieldMapping
+from streamjoin.dsl.settings import DEFAULT_MAX_RECORD_BYTES
 from streamjoin.dsl.spec import JoinSpec
-from streamjoin.runtime.tasks.admission import DEFAULT_MAX_RECORD_BYTES
 from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.compiler import stream_join_records
 from streamjoin.spark.joiner.fields import mapping_value

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from aiokafka import TopicPartition
-
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.errors import StateError

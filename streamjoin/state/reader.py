@@ -16,9 +16,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget, connect
 
 __all__ = ("FETCHER_TURNS", "ChangelogReader", "ChangelogSink", "ReaderConfig")

@@ -3,6 +3,7 @@ bad options are one-line errors (exit 2) before any Spark job starts."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ COMMANDS = [
     ["backfill", "app:joins", "--join", "j", "--output", "out"],
     ["audit", "app:joins", "--join", "j"],
     ["archive", "clicks", "--to", "out"],
+    ["spark-stream", "app:joins", "--join", "j", "--output", "out", "--checkpoint", "c"],
 ]
 
 
@@ -26,15 +28,12 @@ COMMANDS = [
 def test_without_pyspark_the_commands_say_how_to_install_it(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        "streamjoin.cli.spark.support.pyspark_missing",
-        lambda: (
-            "PySpark is not installed; install the Spark extra: pip install 'streamjoin[spark]'"
-        ),
-    )
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # as in an install without the extra
     result = runner.invoke(app, command)
     assert result.exit_code == 2
-    assert "pip install 'streamjoin[spark]'" in result.output
+    assert result.output.splitlines() == [
+        "error: PySpark is not installed; install the Spark extra: pip install 'streamjoin[spark]'"
+    ]
 
 
 @pytest.mark.parametrize("command", COMMANDS[:2], ids=lambda c: c[0])

@@ -17,7 +17,7 @@ from aiokafka.admin.records_to_delete import RecordsToDelete
 
 from streamjoin.broker import Broker
 from streamjoin.group.consumer import CooperativeConsumer
-from streamjoin.group.offset_reset import OffsetResetError
+from streamjoin.kafka.offset_policy import OffsetResetError
 
 pytestmark = pytest.mark.broker
 

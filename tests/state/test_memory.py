@@ -13,12 +13,8 @@ from rocksdict import BlockBasedOptions, Options
 
 from streamjoin.dsl.app import App
 from streamjoin.errors import ConfigurationError
-from streamjoin.state.memory import (
-    MIN_ROCKSDB_BYTES,
-    STORE_OVERHEAD_BYTES,
-    MemoryBudget,
-    parse_size,
-)
+from streamjoin.memory_settings import MIN_ROCKSDB_BYTES, parse_size
+from streamjoin.state.memory import STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.window_store import WindowStore

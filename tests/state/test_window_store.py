@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from rocksdict import Options, Rdict
 
 from streamjoin.errors import ProtocolDecodeError
-from streamjoin.state.memory import MIN_ROCKSDB_BYTES, STORE_OVERHEAD_BYTES, MemoryBudget
+from streamjoin.memory_settings import MIN_ROCKSDB_BYTES
+from streamjoin.state.memory import STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
 from streamjoin.state.stores.encoding import NO_TIME
 from streamjoin.state.stores.window_store import WindowStore

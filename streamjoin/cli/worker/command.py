@@ -26,9 +26,10 @@ from streamjoin.dsl.app import App
 from streamjoin.dsl.loading import load_app
 from streamjoin.dsl.settings import AppSettings
 from streamjoin.errors import StreamJoinError
+from streamjoin.memory_settings import parse_size
+from streamjoin.query.endpoint import query_services
 from streamjoin.runtime.process.supervised import SupervisedChild
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
-from streamjoin.state.memory import parse_size
 
 __all__ = ("register",)
 
@@ -238,8 +239,11 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
     ] = False,
     metrics_host: Annotated[
         str,
-        typer.Option(metavar="HOST", help="Address the Prometheus endpoint listens on."),
-    ] = "0.0.0.0",
+        typer.Option(
+            metavar="HOST",
+            help="Address the Prometheus endpoint listens on (0.0.0.0: every interface).",
+        ),
+    ] = "127.0.0.1",
     security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Run an app's joins as one member of its worker group.
@@ -263,9 +267,6 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
-        query_port=query_port,
-        query_host=query_host,
-        advertised_query_url=advertised_query_url,
         on_error=None if on_error is None else on_error.value,
         max_future_ms=max_future_ms,
         broker_unavailable_timeout_s=broker_unavailable_timeout,
@@ -293,7 +294,8 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             security=security.resolve(loaded.settings.security),
             member_index=None if supervised is None else supervised.index,
         )
-        running = Worker(loaded, options)
+        queries = query_services(query_port, query_host, advertised_query_url)
+        running = Worker(loaded, options, services=queries)
         # Local settings first: failing on them later would leave Kafka clients half set up.
         check_state_dir(running.state_dir, loaded.app_id)
         if metrics_port is not None:
@@ -312,6 +314,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
                 state_dir=running.state_dir,
                 app_id=loaded.app_id,
                 metrics_port=metrics_port,
+                metrics_host=metrics_host,
                 instance_id=instance_id,
             )
         )

@@ -2,10 +2,9 @@
 
 Parses N, and builds the children's command line from the options the user gave (as the
 command's parser read them, so every option of `worker` passes through, however it was
-spelled), minus those
-the supervisor handles itself: `--processes`, `--metrics-port` (one endpoint for the host),
-`--create-topics` (done once, before the children start) and `--instance-id` (each child gets
-`<id>-<index>`: static members must differ).
+spelled), minus those the supervisor handles itself: `--processes`, `--metrics-port` and
+`--metrics-host` (one endpoint for the host), `--create-topics` (done once, before the children
+start) and `--instance-id` (each child gets `<id>-<index>`: static members must differ).
 """
 
 from __future__ import annotations
@@ -23,7 +22,11 @@ from streamjoin.runtime.process.supervisor import Supervisor
 
 __all__ = ("parse_processes", "run_supervised_workers")
 
-_HANDLED_HERE = frozenset({"processes", "metrics_port", "create_topics", "instance_id"})
+_HANDLED_HERE = frozenset(
+    {"processes", "metrics_port", "metrics_host", "create_topics", "instance_id"}
+)
+_METRICS_DIR = ".metrics"
+"""Under `<state_dir>/<app_id>`, where the processes' metrics meet (a dot: not a task's)."""
 
 
 def parse_processes(value: str) -> int:
@@ -46,6 +49,7 @@ def run_supervised_workers(
     state_dir: Path,
     app_id: str,
     metrics_port: int | None,
+    metrics_host: str,
     instance_id: str | None,
 ) -> int:
     """Run `processes` workers under a supervisor; returns the exit status."""
@@ -54,6 +58,8 @@ def run_supervised_workers(
         _child_args(context),
         processes,
         metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        metrics_dir=state_dir / app_id / _METRICS_DIR,
         instance_id=instance_id,
     )
     return asyncio.run(supervisor.run())

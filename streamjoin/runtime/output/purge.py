@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Collection, Mapping
 
-from aiokafka import TopicPartition as KafkaPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from streamjoin.assignment.model import TopicPartition
@@ -50,12 +49,7 @@ class RepartitionPurger:
             if self._admin is None:
                 self._admin = self._kafka.admin()
                 await self._admin.start()
-            await self._admin.delete_records(
-                {
-                    KafkaPartition(tp.topic, tp.partition): RecordsToDelete(o)
-                    for tp, o in due.items()
-                }
-            )
+            await self._admin.delete_records({tp: RecordsToDelete(o) for tp, o in due.items()})
         except Exception as exc:  # noqa: BLE001 - any failure: leave it to the retention
             self.disabled = True
             logger.warning(

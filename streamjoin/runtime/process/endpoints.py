@@ -1,40 +1,57 @@
 """What a worker serves besides its tasks: the Prometheus endpoint with the worker's metrics,
-and interactive queries on its stores."""
+and the services plugged in from above (`WorkerService`: interactive queries, query/endpoint.py).
+
+The runtime defines the interface and never imports what implements it; the command line
+creates the services and hands them to `Worker(app, options, services=...)`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.errors import ConfigurationError
 from streamjoin.metrics import MetricsRegistry, MetricsServer
-from streamjoin.query.server import QueryServer
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import register_memory_metrics
-from streamjoin.runtime.process.metrics import (
-    RestoreTracker,
-    register_query_metrics,
-    register_worker_metrics,
-)
+from streamjoin.runtime.process.metrics import RestoreTracker, register_worker_metrics
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.topology.app_topology import AppTopology
 from streamjoin.state.manager import StateManager
 
-__all__ = ("check_query_options", "register_metrics", "serve_metrics", "serve_queries")
+__all__ = ("WorkerContext", "WorkerService", "register_metrics", "serve_metrics")
 
 
-def check_query_options(query_port: int | None, advertised_query_url: str | None) -> None:
-    advertised = advertised_query_url
-    if advertised is not None:
-        if query_port is None:
-            raise ConfigurationError("--advertised-query-url needs --query-port (no queries)")
-        if not advertised.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"--advertised-query-url {advertised!r}: give a URL, http://host:port"
-            )
+@dataclass(frozen=True, slots=True)
+class WorkerContext:
+    """What a service reads of the worker it runs beside, once the worker's state exists."""
+
+    topology: AppTopology
+    state: StateManager
+    roles: WorkerRoles
+    """The tasks' placement as the assignor told it, and what this worker advertises in its
+    subscription (`query_url`)."""
+    metrics: MetricsRegistry
+    """The worker's registry: a service registers its own metrics here."""
+    global_tables: GlobalTables | None
+
+
+class WorkerService(Protocol):
+    """Something served beside the worker's tasks."""
+
+    async def start(self, worker: WorkerContext) -> None:
+        """Called each time the worker starts (again, after an exactly-once failure), once its
+        state and roles exist and before it joins its group, so what it advertises is in the
+        first subscription."""
+        ...
+
+    async def stop(self) -> None:
+        """Called as the worker stops, before the stores it may read close."""
+        ...
 
 
 def register_metrics(
@@ -66,31 +83,3 @@ async def serve_metrics(
     server = MetricsServer(metrics, port, host)
     await server.start()
     return server
-
-
-async def serve_queries(
-    metrics: MetricsRegistry,
-    topology: AppTopology,
-    state: StateManager,
-    roles: WorkerRoles,
-    *,
-    port: int | None,
-    host: str,
-    advertised: str | None,
-    global_tables: GlobalTables | None,
-) -> QueryServer | None:
-    """Answer queries, and advertise where in the subscription (before joining the group)."""
-    if port is None:
-        return None
-    queries = QueryServer(
-        topology,
-        state,
-        lambda: roles.assignor.latest,
-        host=host,
-        port=port,
-        advertised=advertised,
-        global_tables=global_tables,
-    )
-    roles.query_url = await queries.start()
-    register_query_metrics(metrics, queries.stats)
-    return queries

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.metrics.registry import MetricsRegistry, Sample
-from streamjoin.query.service import QueryStats
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEvent
@@ -15,7 +14,6 @@ from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEven
 __all__ = (
     "RestoreTracker",
     "log_summary",
-    "register_query_metrics",
     "register_worker_metrics",
 )
 
@@ -179,36 +177,6 @@ def register_worker_metrics(
                 float(sum(1 for a in manager.active.values() if not a.running)),
             ),
         ],
-    )
-
-
-def register_query_metrics(registry: MetricsRegistry, stats: QueryStats) -> None:
-    """Interactive queries: answered here, answered by another member, failed; and latency."""
-    registry.register(
-        "queries_total",
-        "counter",
-        "Key lookups by outcome: served from this worker, forwarded to another, failed",
-        lambda: [
-            ((("outcome", "served"),), float(stats.served)),
-            ((("outcome", "forwarded"),), float(stats.forwarded)),
-            ((("outcome", "failed"),), float(stats.failed)),
-        ],
-    )
-
-    def quantiles() -> list[Sample]:
-        recent = sorted(stats.latencies_s)
-        if not recent:
-            return []
-        return [
-            ((("quantile", str(q)),), recent[min(len(recent) - 1, int(q * len(recent)))])
-            for q in (0.5, 0.9, 0.99)
-        ]
-
-    registry.register(
-        "query_latency_seconds",
-        "summary",
-        "Key lookup latency over the latest few thousand lookups",
-        quantiles,
     )
 
 

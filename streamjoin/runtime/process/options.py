@@ -9,7 +9,6 @@ from pathlib import Path
 from streamjoin.dsl.settings import AppSettings, check_guarantee
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.security import KafkaSecurity
-from streamjoin.runtime.process.endpoints import check_query_options
 
 __all__ = ("WorkerOptions", "apply_options")
 
@@ -26,12 +25,8 @@ class WorkerOptions:
     """Memory of all state stores together (default: the app's `memory_budget_bytes`)."""
     commit_interval_s: float | None = None
     metrics_port: int | None = None
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = "127.0.0.1"
     """Address the Prometheus endpoint listens on (all interfaces by default)."""
-    query_port: int | None = None
-    """Serve interactive queries on this port (0: any free port; None: no queries)."""
-    query_host: str = "127.0.0.1"
-    advertised_query_url: str | None = None
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None
@@ -67,7 +62,6 @@ def apply_options(settings: AppSettings, options: WorkerOptions) -> AppSettings:
                 f"--max-future-ms {options.max_future_ms}: use 0 or more milliseconds"
             )
         settings.max_future_ms = options.max_future_ms
-    check_query_options(options.query_port, options.advertised_query_url)
     if options.broker_unavailable_timeout_s is not None:
         settings.broker_unavailable_timeout_s = options.broker_unavailable_timeout_s
     if options.num_standby_replicas is not None:

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaProducer
 from streamjoin.assignment.tasks.model import AssignorSettings
 from streamjoin.dsl.settings import AppSettings
 from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.runtime.process.identity import process_id
 from streamjoin.runtime.process.metrics import RestoreTracker
 from streamjoin.runtime.process.options import WorkerOptions
 from streamjoin.runtime.process.progress import RestoreProgressBars
@@ -63,6 +64,7 @@ def worker_roles(
     return WorkerRoles(
         topology,
         state,
+        process_id=process_id(state.directory.app_dir),
         bootstrap=kafka,
         capacity=options.capacity,
         endpoint=f"{socket.gethostname()}:{port}" if port else None,

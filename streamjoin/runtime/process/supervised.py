@@ -1,11 +1,11 @@
 """A worker process started by `streamjoin worker --processes N` (the supervisor, supervisor.py).
 
-The supervisor passes `STREAMJOIN_SUPERVISED=<its pid>:<index>:<port file>`. Such a worker stops
-(commit, leave, close, as on SIGTERM) when its supervisor is gone: the kernel sends it SIGTERM
-when the parent dies (PR_SET_PDEATHSIG, armed by the supervisor before exec on Linux), and a
-parent-pid watch here catches the rest (other systems). Its metrics are served on an
-ephemeral loopback port written to the port file, for the supervisor to merge into the host's
-one endpoint.
+The supervisor passes `STREAMJOIN_SUPERVISED=<its pid>:<index>`. Such a worker stops (commit,
+leave, close, as on SIGTERM) when its supervisor is gone: the kernel sends it SIGTERM when the
+parent dies (PR_SET_PDEATHSIG, armed by the supervisor before exec on Linux), and a parent-pid
+watch here catches the rest (other systems). When the supervisor serves metrics it also passes
+PROMETHEUS_MULTIPROC_DIR, and the worker mirrors its metrics there every second for the host's
+one endpoint (metrics/multiprocess.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Self
 
-from streamjoin.metrics import MetricsServer
+from streamjoin.metrics.multiprocess import MIRROR_INTERVAL_S, MULTIPROC_ENV, ProcessMirror
 from streamjoin.runtime.process.worker import Worker
 
 __all__ = ("SUPERVISED_ENV", "SupervisedChild")
@@ -33,34 +32,34 @@ _WATCH_INTERVAL_S = 0.5
 class SupervisedChild:
     parent_pid: int
     index: int
-    port_file: Path
 
     @classmethod
     def from_environ(cls) -> Self | None:
         raw = os.environ.get(SUPERVISED_ENV)
         if not raw:
             return None
-        parent, index, port_file = raw.split(":", 2)
-        return cls(int(parent), int(index), Path(port_file))
+        parent, index = raw.split(":", 1)
+        return cls(int(parent), int(index))
 
     def encode(self) -> str:
-        return f"{self.parent_pid}:{self.index}:{self.port_file}"
+        return f"{self.parent_pid}:{self.index}"
 
     async def run(self, worker: Worker) -> None:
         """Run `worker` until it stops, or until the supervisor is gone."""
-        server = MetricsServer(worker.metrics, 0, host="127.0.0.1")
-        await server.start()
-        draft = self.port_file.with_suffix(".tmp")
-        draft.write_text(str(server.port))
-        draft.replace(self.port_file)
-        watch = asyncio.create_task(self._watch_parent(worker), name="parent watch")
+        tasks = [asyncio.create_task(self._watch_parent(worker), name="parent watch")]
+        mirror = None
+        if MULTIPROC_ENV in os.environ:
+            mirror = ProcessMirror(worker.metrics, str(self.index))
+            tasks.append(asyncio.create_task(_mirror_every_second(mirror), name="metrics"))
         try:
             await worker.run()
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
-            await server.stop()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if mirror is not None:
+                mirror.sync()  # the final figures
 
     async def _watch_parent(self, worker: Worker) -> None:
         while True:
@@ -69,3 +68,9 @@ class SupervisedChild:
                 break
         logger.warning("the supervisor (pid %d) is gone: stopping", self.parent_pid)
         worker.stop()
+
+
+async def _mirror_every_second(mirror: ProcessMirror) -> None:
+    while True:
+        await asyncio.sleep(MIRROR_INTERVAL_S)
+        mirror.sync()

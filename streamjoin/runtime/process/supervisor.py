@@ -14,7 +14,8 @@ process index. All children use the same state directory, hence the same process
   children die `max_deaths` times within `window_s` (all together), or one exits with status
   2 (refused: bad settings, missing topics), the rest are stopped and the supervisor exits
   non-zero with one line naming the dead child's last error.
-- `--metrics-port`: one endpoint for the host, the children's metrics merged (metrics/merge.py).
+- `--metrics-port`: one endpoint for the host (on `--metrics-host`, loopback by default) with
+  every child's metrics, through prometheus_client's multiprocess mode (metrics/multiprocess.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -36,7 +38,12 @@ from typing import BinaryIO
 
 from streamjoin.lifetime import die_with_parent
 from streamjoin.metrics import MetricsRegistry, MetricsServer
-from streamjoin.metrics.merge import merge_expositions
+from streamjoin.metrics.multiprocess import (
+    MULTIPROC_ENV,
+    host_registry,
+    prepare_directory,
+    process_exited,
+)
 from streamjoin.runtime.process.supervised import SUPERVISED_ENV, SupervisedChild
 
 __all__ = ("RestartPolicy", "Supervisor")
@@ -45,7 +52,6 @@ logger = logging.getLogger(__name__)
 
 _REFUSED = 2
 """A worker's exit status for settings or topics it refuses: restarting would not help."""
-_SCRAPE_TIMEOUT_S = 5.0
 _LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d [\d:,]+ ([A-Z]+) ")
 """A line of the worker's log (streamjoin.cli.main's format), and its level."""
 
@@ -73,14 +79,19 @@ class Supervisor:
         processes: int,
         *,
         metrics_port: int | None = None,
+        metrics_host: str = "127.0.0.1",
+        metrics_dir: Path | None = None,
         policy: RestartPolicy | None = None,
         instance_id: str | None = None,
         command: Sequence[str] = (sys.executable, "-m", "streamjoin", "worker"),
     ) -> None:
-        """`worker_args`: the arguments every child gets after `command`."""
+        """`worker_args`: the arguments every child gets after `command`; `metrics_dir`: where
+        the children's metrics meet (emptied at start; a temporary directory by default)."""
         self.command = [*command, *worker_args]
         self.policy = policy or RestartPolicy()
         self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self._metrics_dir = metrics_dir
         self.instance_id = instance_id
         self.children = [_Child(i) for i in range(processes)]
         self._stopping = asyncio.Event()
@@ -89,7 +100,6 @@ class Supervisor:
         self._signals = 0
         self._failure: str | None = None
         self._failure_status = 1
-        self._ports = Path(tempfile.mkdtemp(prefix="streamjoin-metrics-"))
         self.registry = MetricsRegistry()
         self.registry.register(
             "process_restarts_total",
@@ -104,17 +114,25 @@ class Supervisor:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, self._on_signal)
         server = None
-        if self.metrics_port is not None:
-            server = MetricsServer(self, self.metrics_port)
+        if self.metrics_port is None:
+            self._metrics_dir = None  # the children keep their metrics to themselves
+        else:
+            self._metrics_dir = prepare_directory(
+                self._metrics_dir or Path(tempfile.mkdtemp(prefix="streamjoin-metrics-"))
+            )
+            server = MetricsServer(
+                host_registry(self._metrics_dir, self.registry),
+                self.metrics_port,
+                self.metrics_host,
+            )
             await server.start()
         try:
             await asyncio.gather(*(self._keep_running(child) for child in self.children))
         finally:
             if server is not None:
                 await server.stop()
-            for path in self._ports.iterdir():
-                path.unlink(missing_ok=True)
-            self._ports.rmdir()
+            if self._metrics_dir is not None:
+                shutil.rmtree(self._metrics_dir, ignore_errors=True)
         if self._failure is not None:
             print(f"error: {self._failure}", file=sys.stderr, flush=True)
             return self._failure_status
@@ -124,20 +142,6 @@ class Supervisor:
         """Stop every child gracefully (as the first SIGTERM does)."""
         self._stopping.set()
         self._signal_children(signal.SIGTERM)
-
-    async def render(self) -> str:
-        """The host's metrics: every child's, labelled by process, and the supervisor's own."""
-
-        async def scrape(child: _Child) -> tuple[str, str]:
-            try:
-                port = int(self._port_file(child).read_text())
-                text = await asyncio.wait_for(_http_get(port), _SCRAPE_TIMEOUT_S)
-            except (OSError, ValueError, TimeoutError):
-                text = ""  # not serving (yet): starting, restarting
-            return str(child.index), text
-
-        texts = dict(await asyncio.gather(*(scrape(c) for c in self.children)))
-        return merge_expositions(texts) + self.registry.render()
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -154,9 +158,6 @@ class Supervisor:
             if child.process is not None and child.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     child.process.send_signal(signum)
-
-    def _port_file(self, child: _Child) -> Path:
-        return self._ports / f"{child.index}.port"
 
     async def _keep_running(self, child: _Child) -> None:
         backoff = self.policy.first_backoff_s
@@ -200,8 +201,11 @@ class Supervisor:
         self.stop()
 
     async def _run_child(self, child: _Child) -> int:
-        self._port_file(child).unlink(missing_ok=True)
-        supervised = SupervisedChild(os.getpid(), child.index, self._port_file(child))
+        supervised = SupervisedChild(os.getpid(), child.index)
+        env = {**os.environ, SUPERVISED_ENV: supervised.encode()}
+        env.pop(MULTIPROC_ENV, None)  # another program's, or ours when serving metrics
+        if self._metrics_dir is not None:
+            env[MULTIPROC_ENV] = str(self._metrics_dir)
         args = list(self.command)
         if self.instance_id is not None:
             args += ["--instance-id", f"{self.instance_id}-{child.index}"]
@@ -210,7 +214,7 @@ class Supervisor:
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, SUPERVISED_ENV: supervised.encode()},
+            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -221,7 +225,10 @@ class Supervisor:
             _relay(process.stdout, sys.stdout.buffer, child, remember=False),
             _relay(process.stderr, sys.stderr.buffer, child, remember=True),
         )
-        return await process.wait()
+        status = await process.wait()
+        if self._metrics_dir is not None:
+            process_exited(self._metrics_dir, process.pid)
+        return status
 
 
 async def _relay(
@@ -255,17 +262,3 @@ def _describe(status: int) -> str:
     if status < 0:
         return f"killed by {signal.Signals(-status).name}"
     return f"exit status {status}"
-
-
-async def _http_get(port: int) -> str:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        await writer.drain()
-        response = await reader.read()
-    finally:
-        writer.close()
-    head, _, body = response.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise OSError(f"metrics of port {port}: {head.splitlines()[:1]}")
-    return body.decode()

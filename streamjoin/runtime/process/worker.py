@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
@@ -33,16 +34,16 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.metrics import MetricsRegistry
-from streamjoin.query.server import QueryServer
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
 from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
+    WorkerContext,
+    WorkerService,
     register_metrics,
     serve_metrics,
-    serve_queries,
 )
 from streamjoin.runtime.process.exactly_once import commit_transaction, run_restarting
 from streamjoin.runtime.process.gc_tuning import collector_tuned_for_throughput
@@ -68,7 +69,13 @@ logger = logging.getLogger(__name__)
 
 
 class Worker:
-    def __init__(self, app: App, options: WorkerOptions | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        options: WorkerOptions | None = None,
+        services: Sequence[WorkerService] = (),
+    ) -> None:
+        """`services`: served beside the tasks (interactive queries: query/endpoint.py)."""
         options = options or WorkerOptions()
         settings = apply_options(app.settings, options)
         self.app = app
@@ -93,7 +100,7 @@ class Worker:
         """Set once the worker has started joining its group (for tests and embedding)."""
         self.metrics = MetricsRegistry()
         self.loop_monitor = LoopMonitor()
-        self.queries: QueryServer | None = None
+        self.services = tuple(services)
 
     def stop(self) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
@@ -251,16 +258,9 @@ class Worker:
         )
         options = self.options
         server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
-        self.queries = await serve_queries(
-            self.metrics,
-            topology,
-            state,
-            roles,
-            port=options.query_port,
-            host=options.query_host,
-            advertised=options.advertised_query_url,
-            global_tables=self.global_tables,
-        )
+        context = WorkerContext(topology, state, roles, self.metrics, self.global_tables)
+        for service in self.services:
+            await service.start(context)
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
@@ -282,8 +282,8 @@ class Worker:
                 await closed(manager.lose_all(), quickly=True)
             raise
         finally:
-            if self.queries is not None:
-                await self.queries.stop()  # before the stores it reads close
+            for service in self.services:
+                await service.stop()  # before the stores it reads close
             followups.cancel()
             monitor.cancel()
             quickly = failed or watch.lost_since is not None

@@ -21,21 +21,12 @@ from typing import Any, Final
 from streamjoin.dsl.spec import JoinSpec
 
 __all__ = (
-    "DEFAULT_MAX_FUTURE_MS",
-    "DEFAULT_MAX_RECORD_BYTES",
     "Admission",
     "InvalidTimestampError",
     "KeylessRecordError",
     "RecordTooLargeError",
     "wall_clock_ms",
 )
-
-DEFAULT_MAX_FUTURE_MS = 3_600_000
-"""One hour: Apache Kafka 4's brokers refuse records further ahead than that by default
-(`log.message.timestamp.after.max.ms`), so a record past it was stamped by a broken clock."""
-
-DEFAULT_MAX_RECORD_BYTES = 1_000_000
-"""Key and value: under Kafka's default limit of 1 MiB per message, with room for headers."""
 
 
 class InvalidTimestampError(ValueError):

@@ -23,9 +23,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from aiokafka import TopicPartition
 from aiokafka.errors import OffsetOutOfRangeError
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget

@@ -11,14 +11,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from streamjoin.dsl.serdes import BytesSerde, Serde, SerdeError
+from streamjoin.dsl.settings import DEFAULT_MAX_FUTURE_MS, DEFAULT_MAX_RECORD_BYTES
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.dsl.steps import StepChain, StepError
 from streamjoin.runtime.joins.records import SIDES, JoinOutput, Side, SourceRecord
 from streamjoin.runtime.output.dead_letters import BadRecordError, dead_letter
 from streamjoin.runtime.output.sink import RecordSink
 from streamjoin.runtime.tasks.admission import (
-    DEFAULT_MAX_FUTURE_MS,
-    DEFAULT_MAX_RECORD_BYTES,
     Admission,
     RecordTooLargeError,
     record_size,

@@ -1,10 +1,10 @@
 """The worker's side of the task assignor: what it tells the group about itself, and which
 roles (active, standby, learner) the group gave it.
 
-A worker has a stable process id (process/identity.py: kept in its state directory, so a
-restart is recognised as the same process with the same local state, and shared by the worker
-processes of one host), a capacity, and an offset sum for
-every task it has state of. The leader reads the changelog end offsets just before assigning.
+A worker has a stable process id (given by the worker, runtime/process/identity.py: kept in its
+state directory, so a restart is recognised as the same process with the same local state, and
+shared by the worker processes of one host), a capacity, and an offset sum for every task it
+has state of. The leader reads the changelog end offsets just before assigning.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from streamjoin.assignment.task_metadata import AssignmentInfo, SubscriptionInfo
 from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
 from streamjoin.kafka.connection import KafkaTarget
-from streamjoin.runtime.process.identity import process_id
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.state.end_offsets import changelog_end_offset_sums
 from streamjoin.state.manager import StateManager
@@ -43,6 +42,7 @@ class WorkerRoles:
         topology: AppTopology,
         state: StateManager,
         *,
+        process_id: str,
         bootstrap: KafkaTarget,
         capacity: int = 1,
         endpoint: str | None = None,
@@ -50,7 +50,7 @@ class WorkerRoles:
         settings: assignment.AssignorSettings,
     ) -> None:
         self.topology = topology
-        self.process_id = process_id(state.directory.app_dir)
+        self.process_id = process_id
         self.standby: set[TaskId] = set()
         """Tasks this worker keeps as standbys or learners now (maintained by the task manager)."""
         self._state = state

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiokafka import TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.kafka.admin import open_admin

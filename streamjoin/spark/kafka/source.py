@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import ConfigurationError, StreamJoinError
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.kafka.security_shipping import unship

@@ -16,6 +16,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from worker_processes import EVENT_T0
 
 from streamjoin import App
+from streamjoin.query.endpoint import QueryEndpoint
+from streamjoin.query.server import QueryServer
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.events import RestoreCompleted, StateEvent
@@ -31,22 +33,34 @@ class Running:
     """A worker started in this event loop, with the restores it completed."""
 
     def __init__(
-        self, app: App, bootstrap: str, state_dir: Path, capacity: int = 1, **options: Any
+        self,
+        app: App,
+        bootstrap: str,
+        state_dir: Path,
+        capacity: int = 1,
+        query_port: int | None = None,
+        **options: Any,
     ) -> None:
-        """`options`: further WorkerOptions (e.g. query_port=0)."""
+        """`query_port`: serve queries (0: any free port); `options`: further WorkerOptions."""
         settings: dict[str, Any] = {
             "commit_interval_s": 0.5,
             "session_timeout_ms": 6_000,
             "heartbeat_interval_ms": 500,
             **options,
         }
+        self.queries = None if query_port is None else QueryEndpoint(query_port)
         self.worker = Worker(
             app,
             WorkerOptions(bootstrap=bootstrap, state_dir=state_dir, capacity=capacity, **settings),
+            services=[] if self.queries is None else [self.queries],
         )
         self.restored: dict[str, int] = {}
         self.revoked: list[frozenset[Any]] = []
         self.task: asyncio.Task[None] | None = None
+
+    def query_server(self) -> QueryServer | None:
+        """The query server of the worker's latest start, if it serves queries."""
+        return None if self.queries is None else self.queries.server
 
     async def start(self) -> None:
         self.task = asyncio.create_task(self.worker.run())

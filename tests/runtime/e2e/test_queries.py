@@ -75,7 +75,7 @@ class Cluster:
     suffix: str
 
     def servers(self) -> list[QueryServer]:
-        servers = [w.worker.queries for w in self.workers]
+        servers = [w.query_server() for w in self.workers]
         assert all(servers)
         return servers  # type: ignore[return-value]
 

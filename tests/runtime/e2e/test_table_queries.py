@@ -68,7 +68,7 @@ async def tables(
     async with harness.workers(*both):
         for running in both:
             await running.start()
-        servers = [w.worker.queries for w in both]
+        servers = [w.query_server() for w in both]
         await harness.until(
             lambda: (
                 all(w.running_tasks() for w in both)
@@ -182,7 +182,7 @@ async def test_both_tables_of_a_foreign_key_join_answer_by_their_keys(tables: Ta
 async def test_a_global_table_is_answered_by_whichever_worker_is_asked(tables: Tables) -> None:
     countries = tables.store("countries")
     for index, url in enumerate(tables.urls):
-        server = tables.workers[index].worker.queries
+        server = tables.workers[index].query_server()
         assert server is not None
         served, forwarded = server.stats.served, server.stats.forwarded
         for code, value in COUNTRIES.items():

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from streamjoin.dsl.app import App
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.process.memory import memory_budget, register_memory_metrics
@@ -67,9 +69,16 @@ async def test_metrics_report_memory_by_kind_and_by_task(tmp_path: Path) -> None
     finally:
         task.local.close()
     assert recent > 0
-    assert f'streamjoin_state_memory_bytes{{kind="recent_records"}} {recent}' in text
-    assert 'streamjoin_state_memory_bytes{kind="write_buffers"}' in text
-    assert 'streamjoin_state_memory_budget_bytes{kind="total"} 268435456' in text
-    assert 'streamjoin_state_memory_bytes{kind="input_buffers"} 12345' in text
-    assert 'streamjoin_state_memory_budget_bytes{kind="input_buffers"} 16777216' in text
-    assert f'streamjoin_task_memory_bytes{{task="j_0",kind="recent_records"}} {recent}' in text
+    found = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert found[("streamjoin_state_memory_bytes", (("kind", "recent_records"),))] == recent
+    assert ("streamjoin_state_memory_bytes", (("kind", "write_buffers"),)) in found
+    assert found[("streamjoin_state_memory_budget_bytes", (("kind", "total"),))] == 268435456
+    assert found[("streamjoin_state_memory_bytes", (("kind", "input_buffers"),))] == 12345
+    budget = found[("streamjoin_state_memory_budget_bytes", (("kind", "input_buffers"),))]
+    assert budget == 16777216
+    task_recent = (("kind", "recent_records"), ("task", "j_0"))
+    assert found[("streamjoin_task_memory_bytes", task_recent)] == recent

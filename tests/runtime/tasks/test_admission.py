@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from streamjoin import App, JoinWindows
+from streamjoin.dsl.settings import DEFAULT_MAX_FUTURE_MS
 from streamjoin.runtime.joins.records import JoinOutput, Side, SourceRecord
 from streamjoin.runtime.output.dead_letters import BadRecordError
 from streamjoin.runtime.output.sink import OutgoingRecord
-from streamjoin.runtime.tasks.admission import DEFAULT_MAX_FUTURE_MS
 from streamjoin.runtime.tasks.join_task import JoinTask
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.testing import TestDriver

@@ -1,0 +1,69 @@
+"""The aiokafka internals streamjoin reads, all in this module, for what aiokafka has no public
+way to do:
+
+- a transactional producer's id and epoch, and telling its transaction manager that a consumer
+  group joined the transaction: kafka/transactions.py sends AddOffsetsToTxn and TxnOffsetCommit
+  v3 itself, because aiokafka's `send_offsets_to_transaction` sends v0, without the member's
+  identity that KIP-447 fences on;
+- a consumer's fetch position without awaiting `position()` (a coroutine): group/feed.py counts
+  lag from it, in synchronous code (metrics, progress lines), past transaction markers.
+
+They hold for aiokafka 0.13 and 0.14, the releases pyproject allows (tests/kafka/
+test_aiokafka_internals.py passes on both): it checks them against a broker, and the position
+against aiokafka's public `position()`, so a release that changes them fails there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiokafka
+
+from streamjoin.assignment.model import TopicPartition
+
+__all__ = ("TransactionIds", "fetch_position", "group_joined_transaction", "transaction_ids")
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionIds:
+    """What a transactional request names its producer by (the epoch fences older ones)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+
+def _transaction_manager(producer: aiokafka.AIOKafkaProducer) -> Any:
+    manager = producer._txn_manager
+    if manager is None or manager.transactional_id is None:
+        raise ValueError("the producer has no transactional_id")
+    return manager
+
+
+def transaction_ids(producer: aiokafka.AIOKafkaProducer) -> TransactionIds:
+    """The ids of a started transactional producer, as they are now."""
+    manager = _transaction_manager(producer)
+    return TransactionIds(manager.transactional_id, manager.producer_id, manager.producer_epoch)
+
+
+def group_joined_transaction(producer: aiokafka.AIOKafkaProducer, group_id: str) -> None:
+    """Tell the producer that `group_id`'s offsets are in its open transaction (AddOffsetsToTxn
+    succeeded), so that `commit_transaction` ends it even when no record was produced."""
+    _transaction_manager(producer).consumer_group_added(group_id)
+
+
+def fetch_position(consumer: aiokafka.AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The consumer's position in `tp`: the next offset it fetches from, past skipped
+    transaction markers; None when `tp` is not assigned or has no position yet."""
+    subscription = consumer._subscription.subscription
+    if subscription is None:
+        return None
+    assignment = subscription.assignment
+    if assignment is None:
+        return None
+    state = assignment.state_value(tp)
+    if state is None or not state.has_valid_position:
+        return None
+    position: int = state.position
+    return position
