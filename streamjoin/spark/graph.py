@@ -15,6 +15,7 @@ on any earlier update.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,11 +30,11 @@ from streamjoin.kafka.watermarks import topic_partitions
 from streamjoin.spark.archive import read_archive
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
 from streamjoin.spark.kafka.offsets import run_sync
-from streamjoin.spark.order import source_ranks, with_positions
+from streamjoin.spark.order import POSITION, source_ranks, with_positions
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 from streamjoin.spark.rekey import keyed_partitions, rekey
 
-__all__ = ("UNION_BY_PARTITIONS_OFF", "AppJob")
+__all__ = ("UNION_BY_PARTITIONS_OFF", "AppJob", "source_topics", "upstream_joins")
 
 UNION_BY_PARTITIONS_OFF = ("spark.sql.unionOutputPartitioning", "false")
 """The joins take the union of their inputs and run windows over it by task partition. With
@@ -43,6 +44,48 @@ way, so one task partition's records end up in two tasks and a window computes t
 maxima: wrong stream times, lost pairs (seen on PySpark 4.3 with the scenarios of
 tests/spark/test_spark_equals_driver.py). Off, the union is shuffled once more before the
 window."""
+
+
+def upstream_joins(app: App, spec: JoinSpec) -> list[JoinSpec]:
+    """The joins whose results `spec` reads (through key_bys too), transitively, and `spec`."""
+    written = {s.into.name: s for s in app.joins}
+    rekeyed = {r.topic.name: r for r in app.repartitions}
+    found: dict[str, JoinSpec] = {}
+
+    def visit(join: JoinSpec) -> None:
+        if join.name in found:
+            return
+        found[join.name] = join
+        for name in _reads(join):
+            topic = name
+            while topic in rekeyed:
+                topic = rekeyed[topic].source.name
+            if topic in written:
+                visit(written[topic])
+
+    visit(spec)
+    return list(found.values())
+
+
+def source_topics(app: App, specs: list[JoinSpec]) -> list[str]:
+    """The topics from outside the app that `specs` read, through key_bys and joins."""
+    written = {s.into.name: s for s in app.joins}
+    rekeyed = {r.topic.name: r for r in app.repartitions}
+    found: dict[str, None] = {}
+
+    def visit(topic: str) -> None:
+        if topic in rekeyed:
+            visit(rekeyed[topic].source.name)
+        elif topic in written:
+            for upstream in _reads(written[topic]):
+                visit(upstream)
+        else:
+            found[topic] = None
+
+    for spec in specs:
+        for topic in _reads(spec):
+            visit(topic)
+    return list(found)
 
 
 def _reads(spec: JoinSpec) -> tuple[str, ...]:
@@ -61,6 +104,9 @@ class AppJob:
     sources: Sources
     time_range: TimeRange = field(default_factory=TimeRange)
     options: JoinOptions = field(default_factory=JoinOptions)
+    streams: Callable[[str], DataFrame] | None = None
+    """Reads a source topic as a stream (RECORD_SCHEMA) for a streaming query; else the source
+    topics are read as batches, with their `pos`."""
     _records: dict[str, DataFrame] = field(default_factory=dict)
     _results: dict[str, DataFrame] = field(default_factory=dict)
     _partitions: dict[str, int] = field(default_factory=dict)
@@ -74,53 +120,33 @@ class AppJob:
             t.name for s in self.app.joins for t in (s.left, s.right) if isinstance(t, Table)
         }
 
-    def _sources_of(self, specs: list[JoinSpec]) -> list[str]:
-        found: dict[str, None] = {}
-
-        def visit(topic: str) -> None:
-            if topic in self._rekeyed:
-                visit(self._rekeyed[topic].source.name)
-            elif topic in self._written:
-                for upstream in _reads(self._written[topic]):
-                    visit(upstream)
-            else:
-                found[topic] = None
-
-        for spec in specs:
-            for topic in _reads(spec):
-                visit(topic)
-        return list(found)
-
     def _margin(self, specs: list[JoinSpec]) -> int:
         """How far before and after the range the windowed joins along the chain look."""
-        seen: set[str] = set()
-        margin = 0
-
-        def visit(spec: JoinSpec) -> None:
-            nonlocal margin
-            if spec.name in seen:
-                return
-            seen.add(spec.name)
-            if spec.window is not None:
-                w = spec.window
-                margin += max(w.before_ms, w.after_ms) + w.retention_ms
-            for name in _reads(spec):
-                topic = name
-                while topic in self._rekeyed:
-                    topic = self._rekeyed[topic].source.name
-                if topic in self._written:
-                    visit(self._written[topic])
-
-        for spec in specs:
-            visit(spec)
-        return margin
+        chain = {j.name: j for spec in specs for j in upstream_joins(self.app, spec)}
+        return sum(
+            max(j.window.before_ms, j.window.after_ms) + j.window.retention_ms
+            for j in chain.values()
+            if j.window is not None
+        )
 
     def prepare(self, specs: list[JoinSpec]) -> None:
         """Read the source topics `specs` need and learn every partition count."""
-        wanted = [t for t in self._sources_of(specs) if t not in self._records]
+        wanted = [t for t in source_topics(self.app, specs) if t not in self._records]
         if not wanted:
             return
         self._partitions.update(self._existing(wanted))
+        if self.streams is not None:
+            for topic in wanted:
+                unordered = sf.lit(None).cast("array<bigint>").alias(POSITION)
+                self._records[topic] = self.streams(topic).select("*", unordered)
+        else:
+            self._read(wanted, specs)
+        topology = compile_topology(self.app, self._partitions, require_sources=False)
+        for topic, count in topology.partitions.items():
+            if count is not None:
+                self._partitions.setdefault(topic, count)
+
+    def _read(self, wanted: list[str], specs: list[JoinSpec]) -> None:
         streams = [t for t in wanted if t not in self._tables]
         tables = [t for t in wanted if t in self._tables]
         narrowed = self.time_range.widened(self._margin(specs))
@@ -129,10 +155,6 @@ class AppJob:
                 inputs = read_topics(self.spark, self.sources, topics, time_range)
                 for topic, frame in inputs.frames.items():
                     self._records[topic] = with_positions(frame, self.ranks[topic])
-        topology = compile_topology(self.app, self._partitions, require_sources=False)
-        for topic, count in topology.partitions.items():
-            if count is not None:
-                self._partitions.setdefault(topic, count)
 
     def _existing(self, topics: list[str]) -> dict[str, int]:
         """Partition counts of source topics: the broker's; for an archive, the count the

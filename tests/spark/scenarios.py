@@ -1,14 +1,17 @@
 """Random scenarios for every join kind Spark runs, in one app, and the order they are piped in.
 
-The app has a join of each kind on topics of its own (two partitions each, one for the global
-table): windowed inner/left/outer with filter and map_values, a windowed join reading through
-key_by, a chained join reading another join's output, stream-table joins on a plain and a
-versioned table, table-table inner/left/outer, foreign-key inner/left, and global-table joins
-(one reading a join's output). `generate` makes records with few keys, records out of order
-(late ones among them), records without a key or a value, and table tombstones; every stream
-topic ends with a record far in the future that matches its partner on the other side, so every
-non-match is emitted by the end. `processing_order` is the order `streamjoin.spark.order`
-assumes, in which the test driver gets them.
+The app has a join of each kind (two partitions per topic, one for the global table; joins of
+one family read the same topics): windowed inner/left/outer (the left one with filter and
+map_values), a windowed join reading through key_by, a chained join reading its output and a
+global-table join reading it too, left stream-table joins on a plain and a versioned table and
+a left global-table join, table-table inner/left/outer, foreign-key inner/left. Most joiners
+are field mappings (native on Spark); the others are Python functions.
+
+`generate` makes records with few keys, records out of order (late ones among them), records
+without a key or a value, and table tombstones; every stream topic ends with a record far in the
+future that matches its partner on the other side, so every non-match is emitted by the end.
+`processing_order` is the order `streamjoin.spark.order` assumes, in which the test driver gets
+them.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ def both(left_value: Any, right_value: Any) -> dict[str, Any]:
     }
 
 
+IDS = fields(l=left("id", str), r=right("id", str))
+"""The joiner `both` as a field mapping: Spark runs it as native columns."""
+
 WINDOWS = {
     "inner": JoinWindows(before=30, after=20, grace=10),
     "left": JoinWindows(before=0, after=40, grace=0),
@@ -78,27 +84,18 @@ def build_app() -> App:
             side = lhs.filter(lambda v: v["n"] % 5 != 0).map_values(
                 lambda v: {**v, "n": v["n"] + 1}
             )
-        app.join(side, rhs, window=window, how=how, into=f"w-{how}-out", name=f"w_{how}")(both)
-    app.join(
-        lhs,
-        rhs,
-        window=JoinWindows(before=20, after=20, grace=20),
-        how="outer",
-        into="m-out",
-        name="mapped",
-    )(fields(l=left("id", str), r=right("id", str)))
+        joiner = both if how == "left" else IDS
+        app.join(side, rhs, window=window, how=how, into=f"w-{how}-out", name=f"w_{how}")(joiner)
     _chain(app)
     stream = app.topic("s", partitions=PARTITIONS)
     plain = app.table("st-t", partitions=PARTITIONS)
     versioned = app.table("vt-t", partitions=PARTITIONS, versioned=True, history_ms=40)
     countries = app.global_table("g-t", partitions=1)
     fk_left, fk_right = (app.table(f"fk-{s}", partitions=PARTITIONS) for s in ("l", "r"))
+    app.join(stream, plain, how="left", into="st-out", name="st_left")(IDS)
+    app.join(stream, versioned, how="left", into="vt-out", name="vt_left")(IDS)
+    app.join(stream, countries, key=lambda v: v["g"], how="left", into="g-out", name="g_left")(IDS)
     for how in ("inner", "left"):
-        app.join(stream, plain, how=how, into=f"st-{how}-out", name=f"st_{how}")(both)
-        app.join(stream, versioned, how=how, into=f"vt-{how}-out", name=f"vt_{how}")(both)
-        app.join(
-            stream, countries, key=lambda v: v["g"], how=how, into=f"g-{how}-out", name=f"g_{how}"
-        )(both)
         app.join(
             fk_left,
             fk_right,
@@ -106,10 +103,10 @@ def build_app() -> App:
             how=how,
             into=f"fk-{how}-out",
             name=f"fk_{how}",
-        )(both)
+        )(IDS)
     tt_left, tt_right = (app.table(f"tt-{s}", partitions=PARTITIONS) for s in ("l", "r"))
     for how in ("inner", "left", "outer"):
-        app.join(tt_left, tt_right, how=how, into=f"tt-{how}-out", name=f"tt_{how}")(both)
+        app.join(tt_left, tt_right, how=how, into=f"tt-{how}-out", name=f"tt_{how}")(IDS)
     return app
 
 
@@ -163,7 +160,7 @@ def _value(rng: random.Random, topic: str, n: int) -> dict[str, Any]:
     return value
 
 
-def generate(seed: int, per_topic: int = 24) -> dict[str, list[Piped]]:
+def generate(seed: int, per_topic: int = 48) -> dict[str, list[Piped]]:
     """Each source topic's records in offset order (per partition), keyed to partitions as
     Kafka's default partitioner does."""
     rng = random.Random(seed)

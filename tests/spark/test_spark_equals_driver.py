@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engines import write_archive
 from pyspark.sql import SparkSession
 from scenarios import Piped, build_app, generate, processing_order
 
@@ -21,7 +22,6 @@ from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOU
 from streamjoin.spark.graph import AppJob
 from streamjoin.spark.inputs import Sources
 from streamjoin.spark.order import source_ranks
-from streamjoin.spark.records import RECORD_SCHEMA
 from streamjoin.testing import TestDriver
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -88,16 +88,14 @@ def _driver_outputs(app: App, records: dict[str, list[Piped]]) -> Counter[Output
     return found
 
 
-def _archives(spark: SparkSession, records: dict[str, list[Piped]], where: Path) -> dict[str, str]:
-    paths = {}
-    for topic, piped in records.items():
-        rows = [
-            (r.raw_key, r.raw_value, topic, r.partition, r.offset, r.timestamp, []) for r in piped
-        ]
-        path = str(where / topic)
-        spark.createDataFrame(rows, RECORD_SCHEMA).write.parquet(path)
-        paths[topic] = path
-    return paths
+def _archive(records: dict[str, list[Piped]], path: Path) -> dict[str, str]:
+    """Every topic's records in one Parquet archive."""
+    rows = [
+        (r.raw_key, r.raw_value, topic, r.partition, r.offset, r.timestamp, [])
+        for topic, piped in records.items()
+        for r in piped
+    ]
+    return dict.fromkeys(records, write_archive(rows, path))
 
 
 def _spark_outputs(spark: SparkSession, app: App, archives: dict[str, str]) -> list[Any]:
@@ -119,7 +117,7 @@ def test_spark_batch_equals_the_test_driver_on_random_scenarios(
     for seed in SEEDS:
         records = generate(seed)
         expected = _driver_outputs(app, records)
-        archives = _archives(spark, records, tmp_path / str(seed))
+        archives = _archive(records, tmp_path / str(seed))
         found: Counter[Output] = Counter(
             _output(
                 row["topic"],
