@@ -54,7 +54,7 @@ async def fill(producer: AIOKafkaProducer, spec: StoreSpec, records: int) -> Non
         key = b"key-%08d" % (i % KEYS)
         if spec.name == "win":
             key = window_changelog_key(key, 1_000_000 + i, i)
-        writer.append(key, VALUE, 1_000_000 + i)
+        writer.append(key, VALUE)  # stamped when logged, as the stores do
     await writer.wait_confirmed(writer.seal())
 
 

@@ -18,13 +18,13 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from data import AdTraffic, Click, generate_traffic
+from data import AdTraffic, generate_traffic
 from report import Ownership, worker_report
+from traffic import CLICK_WITHIN_S, CLICKS, IMPRESSIONS, console, produce_paced, send_once
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs
 from workers import WorkerProcess
 
@@ -33,38 +33,7 @@ from streamjoin.kafka.security_config import connection_from_environment
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.query.client import QueryClient, QueryFailed
 
-IMPRESSIONS, CLICKS, PARTITIONS = "ads-impressions", "ads-clicks", 8
-# Lines as they are: a log or CI output is not wrapped at 80 columns (a terminal wraps itself).
-console = Console(highlight=False, soft_wrap=True)
-
-
-async def produce_paced(
-    bootstrap: str, traffic: AdTraffic, rate: float, start: float
-) -> tuple[int, float]:
-    """Send the traffic in time order at about `rate` records per second, and say when it is
-    done; returns how many records, and when the last was acknowledged (monotonic)."""
-    producer = connection_from_environment(bootstrap).producer(linger_ms=5)
-    await producer.start()
-    sent, started = 0, time.monotonic()
-    try:
-        for record in traffic.in_time_order():
-            topic = CLICKS if isinstance(record, Click) else IMPRESSIONS
-            await producer.send(
-                topic,
-                record.encode(),
-                key=record.auction_id.encode(),
-                timestamp_ms=record.timestamp_ms,
-            )
-            sent += 1
-            ahead = sent / rate - (time.monotonic() - started)
-            if ahead > 0.02:
-                await asyncio.sleep(ahead)
-        await producer.flush()
-        produced_at = time.monotonic()
-        console.print(f"{produced_at - start:5.1f} s  all {sent} records produced")
-    finally:
-        await producer.stop()
-    return sent, produced_at
+PARTITIONS = 8
 
 
 async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -> str:
@@ -145,14 +114,14 @@ async def at(start: float, seconds: float) -> None:
     await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
 
-async def run(bootstrap: str, impressions: int, rate: float, work_dir: Path) -> bool:
+async def run(bootstrap: str, impressions: int, rate: float, seed: int, work_dir: Path) -> bool:
     await ensure_topics(
         connection_from_environment(bootstrap),
         [TopicSpec(t, PARTITIONS) for t in (IMPRESSIONS, CLICKS, OUTPUT)],
     )
     # Event times from now, as live traffic has: a broker's time-based retention (the windowed
     # changelogs' retention.ms) deletes records whose timestamps are already older than it.
-    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000))
+    traffic = generate_traffic(impressions, start_ms=int(time.time() * 1000), seed=seed)
     expected = expected_pairs(traffic)
     total = len(traffic.impressions) + len(traffic.clicks)
     console.print(
@@ -224,12 +193,27 @@ def arguments() -> argparse.ArgumentParser:
         help="the broker to start: the embedded Tansu, or Apache Kafka (make kafka-jars once)",
     )
     parser.add_argument("--impressions", type=int, default=40_000)
-    parser.add_argument("--rate", type=float, default=1_200, help="records per second")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=1_200,
+        help="records per second (--traffic-only sends each record at its own time instead)",
+    )
     parser.add_argument(
         "--traffic-only",
         action="store_true",
-        help="only send the traffic to --bootstrap, into topics that exist (for workers run "
-        "elsewhere, as in docker/docker-compose.yml)",
+        help="only send live traffic (stamped from now, each record at its own time) to "
+        "--bootstrap, into topics that exist (for workers run elsewhere, as in "
+        "docker/docker-compose.yml); once per seed",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=7, help="the traffic's seed: its auctions and clicks"
+    )
+    parser.add_argument(
+        "--click-within-s",
+        type=float,
+        default=CLICK_WITHIN_S,
+        help="--traffic-only: a click comes at most this long after its impression",
     )
     return parser
 
@@ -239,11 +223,7 @@ def main() -> None:
     if args.traffic_only:
         if args.bootstrap is None:
             sys.exit("--traffic-only needs --bootstrap HOST:PORT")
-        traffic = generate_traffic(args.impressions)
-        console.print(
-            f"sending {len(traffic.impressions)} impressions, {len(traffic.clicks)} clicks"
-        )
-        asyncio.run(produce_paced(args.bootstrap, traffic, args.rate, time.monotonic()))
+        asyncio.run(send_once(args.bootstrap, args.impressions, args.seed, args.click_within_s))
         return
     with ExitStack() as stack:
         bootstrap = args.bootstrap
@@ -252,7 +232,7 @@ def main() -> None:
             bootstrap = stack.enter_context(started).bootstrap
             console.print(f"{started.name} broker on {bootstrap} (data removed on exit)")
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamjoin-demo-")))
-        ok = asyncio.run(run(bootstrap, args.impressions, args.rate, work_dir))
+        ok = asyncio.run(run(bootstrap, args.impressions, args.rate, args.seed, work_dir))
     sys.exit(0 if ok else 1)
 
 

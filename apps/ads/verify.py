@@ -86,7 +86,11 @@ async def collect_output(
 
 def expected_pairs(traffic: AdTraffic) -> set[str]:
     """Auction ids whose click falls in its impression's window (all of the generator's)."""
+    return set(expected_delays(traffic))
+
+
+def expected_delays(traffic: AdTraffic) -> dict[str, int]:
+    """Auction id -> click delay (ms) of each pair the join must produce."""
     shown = {i.auction_id: i.timestamp_ms for i in traffic.impressions}
-    return {
-        c.auction_id for c in traffic.clicks if 0 <= c.timestamp_ms - shown[c.auction_id] <= 60_000
-    }
+    delays = {c.auction_id: c.timestamp_ms - shown[c.auction_id] for c in traffic.clicks}
+    return {auction: delay for auction, delay in delays.items() if 0 <= delay <= 60_000}

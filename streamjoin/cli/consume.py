@@ -1,11 +1,19 @@
 """`streamjoin consume TOPIC`: print a topic's records with their key, partition, offset,
-timestamp and headers (no consumer group: it reads every partition, commits nothing)."""
+timestamp and headers (no consumer group: it reads every partition, commits nothing).
+
+`--wait` waits for a topic that does not exist yet (workers create their output topics when
+they start), asking for the list of topics, never for the one topic: a broker that creates
+topics on demand would create it with its default partition count."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
 import json
+import logging
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -15,7 +23,10 @@ from aiokafka import ConsumerRecord
 from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import DEFAULT_BOOTSTRAP, Bootstrap, quiet_logs, run_kafka
 from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
+from streamjoin.errors import ConfigurationError
+from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaConnection
+from streamjoin.kafka.topics import led_partition_counts, partition_counts
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
 __all__ = ("Format", "register", "render")
@@ -62,15 +73,62 @@ def render(record: ConsumerRecord[bytes, bytes], fmt: Format) -> str:
     return " ".join(parts)
 
 
+_WAIT_POLL_S = 0.5
+
+
+async def _created_later(
+    kafka: KafkaConnection, topic: str, wait: bool, give_up_s: float | None
+) -> bool:
+    """Whether `topic` had to be waited for (False: it exists). Without `wait` a missing topic
+    is an error at once; with it, one line says the command waits, until `give_up_s`."""
+    async with open_admin(kafka) as admin:
+        if topic in await partition_counts(admin):
+            return False
+        if not wait:
+            raise ConfigurationError(
+                f"topic {topic!r} does not exist at {kafka} (--wait waits for it to be created)"
+            )
+        typer.echo(
+            f"waiting for topic {topic!r} to be created at {kafka} (Ctrl-C to stop)", err=True
+        )
+        started = time.monotonic()
+        # Until it has leaders: fetching from partitions without one fails with error lines.
+        while topic not in await led_partition_counts(admin):
+            if give_up_s is not None and time.monotonic() - started > give_up_s:
+                raise ConfigurationError(
+                    f"topic {topic!r} was not created at {kafka} within {give_up_s:g} s (--timeout)"
+                )
+            await asyncio.sleep(_WAIT_POLL_S)
+    return True
+
+
+@contextlib.contextmanager
+def _quiet_offset_retries(quiet: bool) -> Iterator[None]:
+    """A topic created a moment ago answers ListOffsets only once its leaders have loaded it,
+    shortly after the metadata shows them; aiokafka logs each retry until then as an error."""
+    fetcher = logging.getLogger("aiokafka.consumer.fetcher")
+    level = fetcher.level
+    if quiet:
+        fetcher.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        fetcher.setLevel(level)
+
+
 async def _consume(
     kafka: KafkaConnection,
     topic: str,
     *,
     from_beginning: bool,
+    wait: bool,
     limit: int | None,
     idle_s: float | None,
     fmt: Format,
 ) -> int:
+    # Every record of a topic created after the command started is new: read it all.
+    created_later = await _created_later(kafka, topic, wait, idle_s)
+    from_beginning = created_later or from_beginning
     partitions = await topic_partitions(kafka, [topic])
     # Where each partition ends now, from a fetch (ListOffsets is wrong on the embedded broker).
     ends = (
@@ -84,7 +142,8 @@ async def _consume(
     try:
         consumer.assign(partitions)
         if from_beginning:
-            await consumer.seek_to_beginning(*partitions)
+            with _quiet_offset_retries(created_later):
+                await consumer.seek_to_beginning(*partitions)
         for tp in partitions:
             if not from_beginning:
                 consumer.seek(tp, ends[(tp.topic, tp.partition)])
@@ -112,6 +171,13 @@ def consume(
         bool,
         typer.Option("--from-beginning", help="Start at the oldest record, not at the end."),
     ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="If TOPIC does not exist yet, wait until it is created (then read all of it).",
+        ),
+    ] = False,
     max_records: Annotated[
         int | None,
         typer.Option("--max", metavar="N", help="Stop after N records.", show_default="no limit"),
@@ -121,7 +187,7 @@ def consume(
         typer.Option(
             "--timeout",
             metavar="SECONDS",
-            help="Stop when no record has come for this long.",
+            help="Stop when no record has come for this long (or, with --wait, no topic).",
             show_default="wait for more",
         ),
     ] = None,
@@ -142,6 +208,7 @@ def consume(
             security.connection(bootstrap),
             topic,
             from_beginning=from_beginning,
+            wait=wait,
             limit=max_records,
             idle_s=timeout,
             fmt=fmt,

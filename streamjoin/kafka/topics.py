@@ -28,6 +28,7 @@ __all__ = (
     "TopicSpec",
     "create_topics",
     "ensure_topics",
+    "led_partition_counts",
     "partition_counts",
     "topic_config",
 )
@@ -61,7 +62,7 @@ async def partition_counts(admin: AIOKafkaAdminClient) -> dict[str, int]:
     return counts
 
 
-async def _led_partition_counts(admin: AIOKafkaAdminClient) -> dict[str, int]:
+async def led_partition_counts(admin: AIOKafkaAdminClient) -> dict[str, int]:
     """Partition count of every topic whose partitions all have a leader (can take records)."""
     return {
         topic["topic"]: len(topic["partitions"])
@@ -76,7 +77,7 @@ async def _wait_until_led(admin: AIOKafkaAdminClient, names: set[str]) -> dict[s
     """Partition counts of `names` once the broker's metadata shows each with leaders."""
     deadline = time.monotonic() + _READY_TIMEOUT_S
     while True:
-        counts = await _led_partition_counts(admin)
+        counts = await led_partition_counts(admin)
         if names <= counts.keys():
             return counts
         if time.monotonic() > deadline:

@@ -18,7 +18,9 @@ __all__ = (
 
 WINDOW_CHANGELOG_EXTRA_RETENTION_MS = 86_400_000
 """A window changelog keeps records one day longer than the store (as Kafka Streams), so that
-a restore never misses a record the store would still hold."""
+a restore never misses a record the store would still hold. The broker counts from each
+record's timestamp, which is when the store logged it (window_store.py), not its event time:
+history older than the retention stays until a day after it was processed."""
 
 
 def changelog_topic(app_id: str, store: str) -> str:

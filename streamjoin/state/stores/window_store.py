@@ -9,6 +9,7 @@ encoding.py's key layout makes them one short range scan per segment.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Sequence
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -39,8 +40,7 @@ __all__ = ("WindowStore",)
 
 _BIAS = 1 << 63
 _TS = struct.Struct(">Q")
-_CREATE_TIME = 0
-_TIMESTAMP = attrgetter("timestamp")
+_KEY = attrgetter("key")
 _FIRST_DATA_KEY = b"\x00"
 """Lowest possible record key; the metadata key (empty) sorts before it."""
 
@@ -110,6 +110,13 @@ class WindowStore(LocalStore):
         self._recent.add(key, timestamp, value, memo)
         return True
 
+    def advance_time(self, stream_time: int) -> None:
+        """Move the store's stream time on without a record (the test driver's clock): what
+        it expires, fetches no longer find."""
+        if stream_time > self._stream_time:
+            self._recent.expire(stream_time - self.segments.retention_ms)
+            self._stream_time = stream_time
+
     def fetch(self, key: bytes, t_from: int, t_to: int) -> list[tuple[int, bytes]]:
         """`key`'s live records with t_from <= timestamp <= t_to as (timestamp, value), in time
         order (equal timestamps in write order)."""
@@ -154,7 +161,7 @@ class WindowStore(LocalStore):
         if records:
             try:
                 done = self._restore_within_one_segment(records, batch)
-            except TypeError:  # a record without key: the general path reports it
+            except (TypeError, struct.error):  # a key without time suffix: reported below
                 done = False
             if not done:
                 self._restore_each(records, batch)
@@ -166,16 +173,9 @@ class WindowStore(LocalStore):
     def _restore_within_one_segment(self, records: Sequence[Any], batch: WriteBatch) -> bool:
         """The common case, at the cost of a key-value restore: every record of the batch is
         live and in one segment, so all local keys are that segment's prefix + changelog key.
-        Record timestamps equal key timestamps when the topic keeps CreateTime (ours do; the
-        first and last records are checked)."""
-        if records[0].timestamp_type != _CREATE_TIME or not all(
-            len(record.key) > WINDOW_SUFFIX_SIZE
-            and _TS.unpack_from(record.key, len(record.key) - WINDOW_SUFFIX_SIZE)[0] - _BIAS
-            == record.timestamp
-            for record in (records[0], records[-1])
-        ):
-            return False
-        stamps = list(map(_TIMESTAMP, records))
+        Times come from the keys: a record's own timestamp is when it was logged."""
+        unpack, suffix = _TS.unpack_from, WINDOW_SUFFIX_SIZE
+        stamps = [unpack(key, len(key) - suffix)[0] - _BIAS for key in map(_KEY, records)]
         low, high = min(stamps), max(stamps)
         stream_time = max(self._stream_time, high)
         segment = low // self.segments.interval_ms
@@ -235,11 +235,17 @@ class WindowStore(LocalStore):
         """Send the pending writes to the changelog and set them aside. Writes that expired
         before the flush are neither logged nor stored (when a task catches up on a backlog,
         most are). Records go out key by key, the newest put last: a restore takes the next
-        sequence number from the last record, and it must not reuse a live record's."""
+        sequence number from the last record, and it must not reuse a live record's.
+
+        A record is stamped with the time it is logged, not its event time (which its key
+        holds): the changelog's time-based retention (store retention + 1 day) then keeps it
+        at least that long after it was written, whatever its event time. Stamped with event
+        times, history older than the retention would be deleted by the broker's first
+        cleaner pass, and a task moving to another worker would restore nothing of it."""
         pending = self._pending
         if not pending:
             return
-        append = self._require_writer().append
+        append, logged_at = self._require_writer().append, int(time.time() * 1000)
         expired = self._stream_time - self.segments.retention_ms
         interval = self.segments.interval_ms
         flushing = self._flushing
@@ -250,7 +256,7 @@ class WindowStore(LocalStore):
             for timestamp, sequence, value in entries:
                 if timestamp > expired:
                     changelog_key = window_changelog_key(key, timestamp, sequence)
-                    append(changelog_key, value, timestamp)
+                    append(changelog_key, value, logged_at)
                     kept.append((timestamp, local_key(timestamp // interval, changelog_key), value))
             if kept:
                 flushing.setdefault(key, []).extend(kept)

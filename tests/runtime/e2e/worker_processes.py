@@ -21,9 +21,8 @@ from streamjoin.lifetime import die_with_parent
 APP_DIR = Path(__file__).resolve().parent
 PARTITIONS = 4
 EVENT_T0 = int(time.time() * 1000) - 600_000
-"""Event times start ten minutes ago: a real broker deletes window changelog records older than
-the window plus a day of wall-clock time (as Kafka Streams' changelogs), so state restored in
-these tests must be recent, and any future time within `max_future_ms` is accepted."""
+"""Event times start ten minutes ago, so that any future time within `max_future_ms` is accepted
+(test_changelog_history.py shows that history much older restores as well)."""
 
 
 class Workers:
