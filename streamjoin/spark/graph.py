@@ -229,6 +229,10 @@ class AppJob:
         return found
 
     def output(self, spec: JoinSpec) -> DataFrame:
-        """OUTPUT_SCHEMA records of `spec` with timestamps in the time range."""
-        results = self.results(spec)
-        return output_records(results.where(self.time_range.contains(sf.col("timestamp"))))
+        """OUTPUT_SCHEMA records of `spec` with timestamps in the time range. A table join's
+        (an update stream, where the last value per key counts) come each key in one Spark
+        partition, in the order the workers emit them: so written to a topic or to Parquet."""
+        results = self.results(spec).where(self.time_range.contains(sf.col("timestamp")))
+        if spec.emits_table:
+            results = results.repartition("key").sortWithinPartitions(POSITION)
+        return output_records(results)

@@ -1,7 +1,8 @@
 """Following a running streaming query: one progress summary per micro-batch, with the late
 records Spark dropped in it and so far (behind its watermark: where the workers would still join
-them with what their stores keep, Spark drops them, and says so here), and a stop on request that lets the current micro-batch finish first (so the checkpoint ends on a committed
-batch, and a restart has nothing to redo)."""
+them with what their stores keep, Spark drops them, and says so here), and a stop on request
+that lets the current micro-batch finish first (so the checkpoint ends on a committed batch, and
+a restart has nothing to redo)."""
 
 from __future__ import annotations
 

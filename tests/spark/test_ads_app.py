@@ -72,8 +72,8 @@ async def _latest_timestamp(bootstrap: str) -> int:
 
 
 async def _produce(bootstrap: str, records: list[Impression | Click], close_at: int | None) -> None:
-    """The records in batches, then (with `close_at`) one click per partition at that time,
-    which closes every window."""
+    """The records in batches, then (with `close_at`) a closing pair per partition at that
+    time."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
     await producer.start()
     try:
@@ -82,11 +82,21 @@ async def _produce(bootstrap: str, records: list[Impression | Click], close_at: 
             key = record.auction_id.encode()
             await producer.send(topic, record.encode(), key=key, timestamp_ms=record.timestamp_ms)
         for partition in range(PARTITIONS if close_at is not None else 0):
-            closer = Click(f"closer-{close_at}-{partition}", close_at)
-            key = closer.auction_id.encode()  # a record without a key joins nothing
-            await producer.send(
-                CLICKS, closer.encode(), key=key, partition=partition, timestamp_ms=close_at
-            )
+            # An impression and its click: the stores of both sides reach close_at, so every
+            # window closes (each side's non-matches wait for their own side's time).
+            auction = f"closer-{close_at}-{partition}"
+            for closer in (
+                Impression(auction, "closer", "nobody", close_at),
+                Click(auction, close_at),
+            ):
+                topic = CLICKS if isinstance(closer, Click) else IMPRESSIONS
+                await producer.send(
+                    topic,
+                    closer.encode(),
+                    key=auction.encode(),
+                    partition=partition,
+                    timestamp_ms=close_at,
+                )
         await producer.flush()
     finally:
         await producer.stop()

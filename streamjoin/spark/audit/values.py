@@ -9,12 +9,18 @@ when JSON cannot hold them); only those rows go through Python.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import msgspec
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StringType, StructField, StructType
 
 from streamjoin.dsl.serdes import Serde, SerdeError
+from streamjoin.dsl.spec import JoinSpec
+from streamjoin.spark.shipping import ship
 
-__all__ = ("canonical_text",)
+__all__ = ("canonical_text", "canonical_values")
 
 
 def canonical_text(serde: Serde, raw: bytes | None) -> str | None:
@@ -30,3 +36,24 @@ def canonical_text(serde: Serde, raw: bytes | None) -> str | None:
         return json.dumps(msgspec.to_builtins(value), sort_keys=True)
     except (TypeError, ValueError):
         return repr(value)
+
+
+class _Canonical:
+    def __init__(self, serde: Serde) -> None:
+        self.serde = serde
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            texts = [canonical_text(self.serde, raw) for raw in batch.column("value").to_pylist()]
+            yield batch.append_column("canon", pa.array(texts, pa.string()))
+
+
+def canonical_values(spec: JoinSpec, rows: DataFrame) -> DataFrame:
+    """`rows` (with the output topic's `value`) with `canon`, its canonical text."""
+    run = ship(
+        _Canonical(spec.into.value_serde),
+        f"the serde of topic {spec.into.name!r}",
+        [spec.into.value_type],
+    )
+    schema = StructType([*rows.schema.fields, StructField("canon", StringType())])
+    return rows.mapInArrow(run, schema)
