@@ -52,9 +52,12 @@ class GlobalTables:
         kafka: KafkaTarget,
         *,
         client_id: str = "streamjoin-global",
+        process: int | None = None,
     ) -> None:
-        """`partitions`: each global topic's partition count."""
+        """`partitions`: each global topic's partition count; `process`: the worker's index
+        among its host's `--processes` (each keeps its own copy)."""
         self._partitions = dict(partitions)
+        self._process = process
         self._directory = directory
         self._memory = memory
         self._kafka = connect(kafka)
@@ -101,7 +104,7 @@ class GlobalTables:
         if not self._partitions:
             return
         for topic in sorted(self._partitions):
-            self._stores[topic] = GlobalStore(topic, self._directory, self._memory)
+            self._stores[topic] = GlobalStore(topic, self._directory, self._memory, self._process)
         self._consumer = self._kafka.consumer(
             client_id=self._client_id,
             enable_auto_commit=False,
@@ -216,10 +219,14 @@ class GlobalTables:
             store.checkpoint()
 
     async def close(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
-            self._consumer = None
-        for store in self._stores.values():
-            store.checkpoint()
-            store.close()
-        self._stores.clear()
+        """Stop reading, then checkpoint and close the stores, even when stopping the consumer
+        fails: without a broker, aiokafka's stop may raise its fetcher's CancelledError."""
+        consumer, self._consumer = self._consumer, None
+        try:
+            if consumer is not None:
+                await consumer.stop()
+        finally:
+            for store in self._stores.values():
+                store.checkpoint()
+                store.close()
+            self._stores.clear()

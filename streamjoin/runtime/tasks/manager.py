@@ -100,7 +100,8 @@ class TaskManager(RebalanceListener):
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
         self.failure: BaseException | None = None
-        """Why a task could not be opened; the worker stops with it."""
+        """Why a task could not be opened, or revoked tasks not committed; the worker stops
+        with it."""
         self.records_in: Counter[str] = Counter()
         self.retired: defaultdict[str, JoinCounters] = defaultdict(JoinCounters)
         """Counters of tasks this worker no longer runs, by join."""
@@ -134,10 +135,11 @@ class TaskManager(RebalanceListener):
             try:
                 if leaving:
                     await self._commit(frozenset(leaving))
-            except Exception as exc:
-                if self._transaction is None:
-                    raise
-                # The transaction cannot commit: these tasks go without it, the worker fails.
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the worker fails with it
+                # Not all they caused is safe (an output not delivered, a changelog not
+                # confirmed, exactly-once: the transaction): they go uncommitted, now and for
+                # good, and the worker fails; their next owner reprocesses their input from the
+                # last commit.
                 self.failure, clean = self.failure or exc, False
             for task_id in leaving:
                 await self._drop(task_id, clean=clean)
