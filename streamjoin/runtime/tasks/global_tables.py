@@ -1,5 +1,5 @@
-"""The worker's global tables (Kafka Streams' GlobalKTable): every worker reads every partition
-of each global topic into its own local store, outside the consumer group.
+"""The worker's global tables (Kafka Streams' GlobalKTable): every worker reads every partition of
+each global topic into its own local store, outside the consumer group.
 
     tables = GlobalTables(topics, directory, memory, kafka)
     await tables.start()     # restores each store to the topic's end: before any task runs
@@ -10,9 +10,10 @@ of each global topic into its own local store, outside the consumer group.
 
 One consumer with a manual assignment of all their partitions reads them: from the store's
 checkpoint (only the tail after a restart), to the high watermark seen in fetch answers
-(ListOffsets is not trusted, see broker.md). While the worker runs, the updates fetched so far
-are applied at the start of each loop round, so a stream record sees every table update fetched
-before it; the table is not synchronised with the stream by timestamp (as in Kafka Streams).
+(ListOffsets is not trusted, see docs/broker-facts.md). While the worker runs, the updates
+fetched so far are applied at the start of each loop round, so a stream record sees every table
+update fetched before it; the table is not synchronised with the stream by timestamp (as in Kafka
+Streams).
 """
 
 from __future__ import annotations

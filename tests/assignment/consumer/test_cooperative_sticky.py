@@ -36,7 +36,7 @@ def test_a_joining_member_gets_moved_partitions_only_after_the_follow_up() -> No
     step = CooperativeStickyAssignor().assign_step(
         topics, owned_subscriptions(topics, ["C0", "C1", "C2"], owned, 1)
     )
-    # Seed 003 example 3 under the cooperative rule: C1 gives t1-1 to C2, in two rebalances.
+    # KIP-54's example 3 under the cooperative rule: C1 gives t1-1 to C2, in two rebalances.
     assert step.assignment["C2"].partitions == ()
     assert step.revoked == {"C1": (TopicPartition("t1", 1),)}
     assert step.pending == {"C2": (TopicPartition("t1", 1),)}
