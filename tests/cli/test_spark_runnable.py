@@ -1,47 +1,47 @@
-"""Spark backfill/audit say in one line what they cannot run yet: joins reading through a key_by.
-filter/map_values run there, and a join reading another join's output reads that topic."""
+"""Spark backfill/audit run every join kind: through key_by, chained, with tables. A foreign-key
+join is named by its own name; its internal half ("-fk") is refused in one line naming it, and
+"every join of the app" leaves that half out."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from streamjoin import App, JoinWindows
-from streamjoin.cli.spark.support import runnable_join
+from streamjoin.cli.spark.support import load_joins, runnable_join
 from streamjoin.errors import ConfigurationError
 
+APP = """
+from streamjoin import App, JoinWindows
 
-def test_steps_are_refused_precisely_and_chained_joins_run() -> None:
-    app = App("ads")
-    impressions, clicks, attributed = app.topic("i"), app.topic("c"), app.topic("attributed")
-    rekeyed = clicks.filter(bool).key_by("auction").map_values(dict)
-    app.join(impressions, rekeyed, window=JoinWindows.of(1), into=attributed, name="a")(max)
-    app.join(attributed, app.topic("v"), window=JoinWindows.of(1), into="r", name="b")(max)
+app = App("shop")
+clicks = app.topic("c").filter(bool).key_by("auction").map_values(dict)
+app.join(app.topic("i"), clicks, window=JoinWindows.of(1), into="a", name="a")(max)
+app.join(app.topic("a"), app.topic("v"), window=JoinWindows.of(1), into="r", name="b")(max)
+app.join(app.topic("visits"), app.global_table("g"), key="c", into="o", name="geo")(max)
+users, accounts = app.table("users"), app.table("accounts")
+app.join(users, accounts, into="pairs", name="pairs")(max)
+prices = app.table("prices", versioned=True, history_ms=1_000)
+app.join(app.topic("trades"), prices, into="priced", name="price")(max)
+app.join(users, accounts, foreign_key=lambda u: u, into="owned", name="owned")(max)
+"""
+
+
+def test_every_join_kind_runs_and_a_foreign_key_join_by_its_own_name(tmp_path: Path) -> None:
+    (tmp_path / "shop_app.py").write_text(APP)
+    app, specs = load_joins("shop_app:app", tmp_path, None)
+    names = ["a", "b", "geo", "pairs", "price", "owned"]
+    assert [s.name for s in specs] == names
+    assert [runnable_join(app, name).name for name in names] == names
     with pytest.raises(
-        ConfigurationError,
-        match="join 'a': its right input goes through filter\\(bool\\), "
-        "key_by\\('auction'\\), which Spark backfill/audit cannot run yet",
+        ConfigurationError, match="the internal half of the foreign-key join 'owned'"
     ):
-        runnable_join(app, "a")
-    assert runnable_join(app, "b").name == "b"
-    app.join(app.topic("x"), app.topic("y").filter(bool), window=JoinWindows.of(1), into="z")(max)
-    assert runnable_join(app, "max").right_steps
+        runnable_join(app, "owned-fk")
 
 
-def test_a_global_table_join_is_refused_in_one_line() -> None:
-    app = App("geo")
-    app.join(app.topic("visits"), app.global_table("countries"), key="c", into="o", name="g")(max)
-    with pytest.raises(ConfigurationError, match="join 'g' is a stream-global-table join: Spark"):
-        runnable_join(app, "g")
-
-
-@pytest.mark.parametrize("versioned", [False, True])
-def test_joins_with_tables_are_refused_in_one_line(versioned: bool) -> None:
-    app = App("bank")
-    users, accounts = app.table("users"), app.table("accounts")
-    app.join(users, accounts, into="pairs", name="pairs")(max)
-    history = {"versioned": True, "history_ms": 1_000} if versioned else {}
-    app.join(app.topic("trades"), app.table("prices", **history), into="priced", name="price")(max)
-    with pytest.raises(ConfigurationError, match="join 'pairs' is a table-table join: Spark"):
-        runnable_join(app, "pairs")
-    with pytest.raises(ConfigurationError, match=r"join .price. is a stream-table join.*not joins"):
-        runnable_join(app, "price")
+def test_an_unknown_join_is_one_line() -> None:
+    app = App("x")
+    app.join(app.topic("l"), app.topic("r"), window=JoinWindows.of(1), into="o", name="j")(max)
+    with pytest.raises(ConfigurationError, match="has no join 'k' \\(joins: j\\)"):
+        runnable_join(app, "k")
