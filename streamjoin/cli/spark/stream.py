@@ -134,6 +134,8 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
     loaded, spec = load_join(app, app_dir, join)
     with reported(f"spark-stream of join {join!r}"):
         streaming.streamable(loaded, spec)
+        trigger = streaming.Trigger(available_now, _interval(trigger_interval))
+        settings = parse_conf(conf)
         broker = security.connection(bootstrap or loaded.settings.broker, loaded.settings.security)
         untrusted = untrusted_end_offsets(broker, source_topics(loaded, [spec]))
         official = _official_source(kafka_source, untrusted)
@@ -144,8 +146,6 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
         source = streaming.StreamSource(
             broker, official=official, max_records_per_batch=max_records_per_batch
         )
-        trigger = streaming.Trigger(available_now, _interval(trigger_interval))
-        settings = parse_conf(conf)
         if source.official:
             settings = {**connector.session_settings(master), **settings}
         with (
