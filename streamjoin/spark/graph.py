@@ -29,7 +29,7 @@ from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.watermarks import topic_partitions
 from streamjoin.spark.archive import read_archive
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
-from streamjoin.spark.kafka.offsets import run_sync
+from streamjoin.spark.kafka.offsets import OffsetRange, run_sync
 from streamjoin.spark.order import POSITION, source_ranks, with_positions
 from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
 from streamjoin.spark.rekey import keyed_partitions, rekey
@@ -107,6 +107,8 @@ class AppJob:
     streams: Callable[[str], DataFrame] | None = None
     """Reads a source topic as a stream (RECORD_SCHEMA) for a streaming query; else the source
     topics are read as batches, with their `pos`."""
+    kafka_ranges: list[OffsetRange] = field(default_factory=list)
+    """The offset ranges read from Kafka as batches."""
     _records: dict[str, DataFrame] = field(default_factory=dict)
     _results: dict[str, DataFrame] = field(default_factory=dict)
     _partitions: dict[str, int] = field(default_factory=dict)
@@ -135,26 +137,28 @@ class AppJob:
         if not wanted:
             return
         self._partitions.update(self._existing(wanted))
+        streams = [t for t in wanted if t not in self._tables]
+        tables = [t for t in wanted if t in self._tables]
         if self.streams is not None:
-            for topic in wanted:
+            for topic in streams:
                 unordered = sf.lit(None).cast("array<bigint>").alias(POSITION)
                 self._records[topic] = self.streams(topic).select("*", unordered)
+            self._read(tables, TimeRange())  # a snapshot (stream_static.py)
         else:
-            self._read(wanted, specs)
+            self._read(streams, self.time_range.widened(self._margin(specs)))
+            self._read(tables, TimeRange())
         topology = compile_topology(self.app, self._partitions, require_sources=False)
         for topic, count in topology.partitions.items():
             if count is not None:
                 self._partitions.setdefault(topic, count)
 
-    def _read(self, wanted: list[str], specs: list[JoinSpec]) -> None:
-        streams = [t for t in wanted if t not in self._tables]
-        tables = [t for t in wanted if t in self._tables]
-        narrowed = self.time_range.widened(self._margin(specs))
-        for topics, time_range in ((streams, narrowed), (tables, TimeRange())):
-            if topics:
-                inputs = read_topics(self.spark, self.sources, topics, time_range)
-                for topic, frame in inputs.frames.items():
-                    self._records[topic] = with_positions(frame, self.ranks[topic])
+    def _read(self, topics: list[str], time_range: TimeRange) -> None:
+        """Read `topics` as batches, with their `pos`."""
+        if topics:
+            inputs = read_topics(self.spark, self.sources, topics, time_range)
+            self.kafka_ranges += inputs.kafka_ranges
+            for topic, frame in inputs.frames.items():
+                self._records[topic] = with_positions(frame, self.ranks[topic])
 
     def _existing(self, topics: list[str]) -> dict[str, int]:
         """Partition counts of source topics: the broker's; for an archive, the count the

@@ -26,6 +26,7 @@ from streamjoin.spark.joins.stream_table import stream_table_join
 from streamjoin.spark.joins.table_table import table_table_join
 from streamjoin.spark.joins.windowed import windowed_join
 from streamjoin.spark.steps import apply_steps
+from streamjoin.spark.stream_static import stream_static_join
 
 __all__ = ("JoinOptions", "admitted", "join_results", "joined_records", "output_records")
 
@@ -38,7 +39,8 @@ class JoinOptions:
     """Drop results whose joiner or output serde fails, and input records a step, key function
     or serde fails on (the worker dead-letters them), instead of failing the job."""
     streaming: bool = False
-    """The inputs are streams: Spark's stream-stream join with watermarks (see compiler.py)."""
+    """The inputs are streams: Spark's stream-stream join with watermarks (compiler.py), and a
+    table a static snapshot (stream_static.py)."""
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     """The app's limit: a larger input record is refused by the worker's task (dead-lettered)."""
 
@@ -77,6 +79,8 @@ def joined_records(
     left = apply_steps(
         left, spec.left_steps, spec.left.value_serde, spec.left_value_serde, skip_failures=skip
     )
+    if options.streaming and (spec.is_global or spec.is_stream_table):
+        return stream_static_join(spec, left, right, skip_failures=skip)
     if spec.is_global:
         return global_table_join(spec, left, right, skip_failures=skip)
     if spec.is_stream_table:

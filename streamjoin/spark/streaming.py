@@ -28,6 +28,7 @@ from streamjoin.spark.inputs import Sources
 from streamjoin.spark.kafka.io import read_stream, write_topic
 from streamjoin.spark.kafka.offsets import run_sync
 from streamjoin.spark.pipeline import JoinOptions, output_records
+from streamjoin.spark.stream_static import TableSnapshot
 
 __all__ = ("StreamSource", "StreamTarget", "Trigger", "start_stream", "streamable")
 
@@ -83,18 +84,25 @@ _NOT_AS_STREAM = {
         "one back"
     ),
     "stream-table": (
-        "each record must meet the table as it was at that record; Spark joins a stream with a "
-        "table either as a static snapshot read once or as another stream matched by time, "
-        "neither of which is that"
+        "each record must meet the versioned table's value valid at its time; Spark joins a "
+        "stream with a table either as a snapshot read once (latest values only) or as another "
+        "stream matched by time, neither of which is that"
     ),
 }
 
 
+def _static_table(spec: JoinSpec) -> bool:
+    """A stream-table join (plain table) or a global-table join: a stream-static join in a
+    query, exact or stopped (stream_static.py)."""
+    return (spec.is_global or spec.is_stream_table) and not spec.has_versioned_table
+
+
 def streamable(app: App, spec: JoinSpec) -> JoinSpec:
     """`spec`, if Spark can run it as a stream (it and every join it reads are windowed
-    stream-stream joins); else a one-line reason naming what to run instead."""
+    stream-stream joins, or stream-table and global-table joins with plain tables); else a
+    one-line reason naming what to run instead."""
     for join in upstream_joins(app, spec):
-        if join.window is not None:
+        if join.window is not None or _static_table(join):
             continue
         kind = "table" if join.emits_table else "stream-table"
         via = "" if join is spec else f" (join {spec.name!r} reads its output)"
@@ -147,8 +155,9 @@ def _starting_with(spark: SparkSession, settings: Mapping[str, str]) -> Iterator
 
 def _records(
     spark: SparkSession, app: App, spec: JoinSpec, source: StreamSource, skip_failures: bool
-) -> tuple[DataFrame, int]:
-    """The query's output records, and the partition count of its output topic."""
+) -> tuple[DataFrame, int, TableSnapshot]:
+    """The query's output records, the partition count of its output topic, and the snapshot
+    of the tables it joins (none: no ranges)."""
     options = JoinOptions(
         skip_failures=skip_failures,
         streaming=True,
@@ -165,7 +174,9 @@ def _records(
         )
 
     job = AppJob(spark, app, Sources(source.bootstrap), options=options, streams=stream)
-    return output_records(job.results(spec)), job.partitions(spec.into.name)
+    records = output_records(job.results(spec))
+    snapshot = TableSnapshot(source.bootstrap, tuple(job.kafka_ranges))
+    return records, job.partitions(spec.into.name), snapshot
 
 
 def start_stream(  # noqa: PLR0917 - the query's join, source, target and trigger
@@ -180,18 +191,28 @@ def start_stream(  # noqa: PLR0917 - the query's join, source, target and trigge
 ) -> StreamingQuery:
     """Start the query of `spec`; it continues from `target.checkpoint` when that exists."""
     streamable(app, spec)
-    records, partitions = _records(spark, app, spec, source, skip_failures)
+    records, partitions, snapshot = _records(spark, app, spec, source, skip_failures)
     writer = records.writeStream.queryName(f"streamjoin_{spec.name}").option(
         "checkpointLocation", target.checkpoint
     )
     writer = trigger.apply(writer.outputMode("append"))
-    if target.output is not None:
-        writer = writer.format("parquet").option("path", target.output)
+    output = target.output
+    if output is not None and not snapshot.ranges:
+        writer = writer.format("parquet").option("path", output)
+    elif output is not None:
+
+        def write(batch: DataFrame, batch_id: int) -> None:
+            snapshot.check()
+            # A micro-batch redone after a failure replaces its own directory: once each.
+            batch.write.mode("overwrite").parquet(f"{output.rstrip('/')}/batch={batch_id}")
+
+        writer = writer.foreachBatch(write)
     else:
         bootstrap, topic = source.bootstrap, spec.into.name
         run_sync(lambda: ensure_output_topic(bootstrap, topic, lambda: partitions))
 
         def produce(batch: DataFrame, _batch_id: int) -> None:
+            snapshot.check()
             write_topic(batch, bootstrap, topic)
 
         writer = writer.foreachBatch(produce)

@@ -21,6 +21,12 @@ from streamjoin.spark.inputs import Sources
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]
 
 
+@pytest.fixture
+def spark(small_spark: SparkSession) -> SparkSession:
+    """Batch jobs over little data here (conftest's SMALL_DATA)."""
+    return small_spark
+
+
 def test_a_clean_run_with_late_records_is_clean(spark: SparkSession, worker_run: WorkerRun) -> None:
     """The late case: r-late joins l1 (its store still keeps it), l-late comes out at once with
     None, as the worker did."""

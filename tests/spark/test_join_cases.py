@@ -18,6 +18,12 @@ from streamjoin.spark.inputs import Sources
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
 
+@pytest.fixture
+def spark(small_spark: SparkSession) -> SparkSession:
+    """Batch jobs over little data here (conftest's SMALL_DATA)."""
+    return small_spark
+
+
 def test_cases_are_listed_in_processing_order() -> None:
     """Each case's records are in the order a task takes them (lowest head timestamp first,
     left on ties), so the driver, which takes them as piped, sees what the worker sees."""

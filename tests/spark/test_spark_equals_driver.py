@@ -26,6 +26,13 @@ from streamjoin.testing import TestDriver
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
+
+@pytest.fixture
+def spark(small_spark: SparkSession) -> SparkSession:
+    """Batch jobs over little data here (conftest's SMALL_DATA)."""
+    return small_spark
+
+
 SEEDS = (1,)
 
 Output = tuple[str, str | None, str | None, int, str | None, str | None]

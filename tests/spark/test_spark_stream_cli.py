@@ -49,7 +49,7 @@ from streamjoin import JoinWindows
 app = streamjoin.App("sstream-{s}")
 left = app.topic("ssl-{s}", partitions={p})
 right = app.topic("ssr-{s}", partitions={p})
-table = app.table("sst-{s}")
+table = app.table("sst-{s}", versioned=True, history_ms=60_000)
 
 
 @app.join(left, right, window=JoinWindows(before=0, after=1000), into="sso-{s}")
@@ -239,8 +239,10 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
     runner = CliRunner()
     table = runner.invoke(cli, [*base, "--join", "enrich", "--output", "out"])
     assert table.exit_code == 2
-    assert "join 'enrich' is a stream-table join" in table.output
-    assert "streamjoin worker" in table.output
+    assert "join 'enrich' is a stream-table join as of each record's time" in table.output
+    assert "which Spark cannot run as a stream" in table.output
+    assert "streamjoin worker" in table.output and "streamjoin backfill" in table.output
+    assert "\n" not in table.output.strip()
     neither = runner.invoke(cli, [*base, "--join", "pair"])
     assert neither.exit_code == 2
     assert "--output PATH or --into-topic" in neither.output

@@ -23,9 +23,9 @@ from streamjoin.dsl.steps import KeyBy, StepError
 from streamjoin.spark.joins.stream_table import RECORD_COLUMNS, latest_before, lookup_results
 from streamjoin.spark.shipping import ship
 
-__all__ = ("global_table_join",)
+__all__ = ("LOOKUP", "global_table_join", "lookup_keys")
 
-_LOOKUP = "_lookup"
+LOOKUP = "_lookup"
 
 
 class _LookupKeys:
@@ -50,7 +50,20 @@ class _LookupKeys:
                         raise
                     keys.append(None)
             column = pa.array(keys, pa.binary())
-            yield batch.append_column(_LOOKUP, column).filter(column.is_valid())
+            yield batch.append_column(LOOKUP, column).filter(column.is_valid())
+
+
+def lookup_keys(spec: JoinSpec, stream: DataFrame, *, skip_failures: bool) -> DataFrame:
+    """The stream's records with `_lookup`, the table key `key=` gives each."""
+    assert spec.lookup is not None
+    run = _LookupKeys(spec.lookup, spec.left_value_serde, spec.right.key_serde, skip_failures)
+    shipped = ship(
+        run,
+        f"the key= of join {spec.name!r}",
+        [spec.lookup.key, spec.left.value_type, spec.right.value_type],
+    )
+    schema = StructType([*stream.schema.fields, StructField(LOOKUP, BinaryType())])
+    return stream.mapInArrow(shipped, schema)
 
 
 def global_table_join(
@@ -58,16 +71,8 @@ def global_table_join(
 ) -> DataFrame:
     """JOINED_COLUMNS of a global-table join over its stream's records (after its steps) and
     the table topic's records (RECORD_SCHEMA and `pos` both)."""
-    assert spec.lookup is not None
     stream = stream.where(sf.col("value").isNotNull()).select(*RECORD_COLUMNS)
-    run = _LookupKeys(spec.lookup, spec.left_value_serde, spec.right.key_serde, skip_failures)
-    shipped = ship(
-        run,
-        f"the key= of join {spec.name!r}",
-        [spec.lookup.key, spec.left.value_type, spec.right.value_type],
-    )
-    schema = StructType([*stream.schema.fields, StructField(_LOOKUP, BinaryType())])
-    queries = stream.mapInArrow(shipped, schema)
-    updates = table.where(sf.col("key").isNotNull()).withColumnRenamed("key", _LOOKUP)
-    found = latest_before(queries, updates, (_LOOKUP,))
-    return lookup_results(spec, found.drop(_LOOKUP), sf.col("key"))
+    queries = lookup_keys(spec, stream, skip_failures=skip_failures)
+    updates = table.where(sf.col("key").isNotNull()).withColumnRenamed("key", LOOKUP)
+    found = latest_before(queries, updates, (LOOKUP,))
+    return lookup_results(spec, found.drop(LOOKUP), sf.col("key"))

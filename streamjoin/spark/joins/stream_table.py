@@ -25,10 +25,16 @@ from streamjoin.dsl.topics import Table
 from streamjoin.spark.joins.columns import joined, source_of
 from streamjoin.spark.order import POSITION, after
 
-__all__ = ("latest_before", "stream_table_join")
+__all__ = (
+    "RECORD_COLUMNS",
+    "UPDATE_COLUMNS",
+    "latest_before",
+    "lookup_results",
+    "stream_table_join",
+)
 
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", POSITION)
-_UPDATE = ("value", "topic", "partition", "offset", "timestamp", POSITION)
+UPDATE_COLUMNS = ("value", "topic", "partition", "offset", "timestamp", POSITION)
 
 
 def latest_before(
@@ -40,7 +46,7 @@ def latest_before(
     marked = updates.select(
         *by,
         sf.col(POSITION).alias("_at"),
-        sf.struct(*_UPDATE).alias("_update"),
+        sf.struct(*UPDATE_COLUMNS).alias("_update"),
     )
     rows = queries.withColumn("_at", sf.col(POSITION)).unionByName(marked, allowMissingColumns=True)
     so_far = (
@@ -89,7 +95,7 @@ def _as_of_versioned(stream: DataFrame, table: DataFrame, history_ms: int) -> Da
         "left",
     )
     best = Window.partitionBy(POSITION).orderBy(t_ts.desc(), t_pos.desc())
-    update = sf.struct(*(sf.col(f"t_{c}").alias(c) for c in _UPDATE))
+    update = sf.struct(*(sf.col(f"t_{c}").alias(c) for c in UPDATE_COLUMNS))
     valid = (
         candidates.withColumn("_n", sf.row_number().over(best))
         .where(sf.col("_n") == 1)
