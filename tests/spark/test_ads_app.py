@@ -1,4 +1,4 @@
-"""The README's Spark commands on the demo app, as a user types them: a worker joins the demo's
+"""docs/spark.md's commands on the demo app, as a user types them: a worker joins the demo's
 traffic, then `streamjoin backfill`, `streamjoin audit` and `streamjoin spark-stream` run in
 apps/ads on the same topics.
 
@@ -158,8 +158,8 @@ async def test_backfill_and_audit_of_the_demo_app_after_a_worker_joined_it(
     assert f"{count} expected, {count} written, {count} matched" in audit.stdout, audit.stdout
     assert audit.stdout.strip().endswith("OK"), audit.stdout
 
-    # The README's "Live joins on Spark": the same join as a streaming query, through Spark's
-    # Kafka connector (on the embedded broker through the Python source, as the README says).
+    # docs/spark.md's "Live joins on Spark": the same join as a streaming query, through Spark's
+    # Kafka connector (on the embedded broker through the Python source, as the page says).
     # Matches come out as the worker wrote them; an impression without a click waits until the
     # impressions' own watermark passes its window (only clicks close it here).
     source = ["--kafka-source", "python"] if isinstance(broker, EmbeddedBroker) else []
