@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.kafka.connect_errors import in_words
@@ -30,11 +30,22 @@ class DeliveryError(StreamJoinError):
     """The producer could not deliver an output record; nothing after it may be committed."""
 
 
+class DeliveryWatcher(Protocol):
+    """Told the offsets of each batch to one of its topics once the broker has stored it
+    (runtime/tasks/in_flight.py)."""
+
+    @property
+    def topics(self) -> frozenset[str]: ...
+
+    def acknowledged(self, topic: str, partition: int, base_offset: int, count: int) -> None: ...
+
+
 class ProducerSink:
     """The producer must not have key or value serializers: records are bytes."""
 
     def __init__(self, producer: Any) -> None:
         self._producer = producer
+        self.watcher: DeliveryWatcher | None = None
         self._queued: list[OutgoingRecord] = []
         self._in_flight: list[asyncio.Future[Any]] = []
         self._partition_counts: dict[str, int] = {}
@@ -101,7 +112,17 @@ class ProducerSink:
 
     async def _send(self, batch: Any, topic: str, partition: int) -> None:
         batch.close()
-        self._in_flight.append(await self._producer.send_batch(batch, topic, partition=partition))
+        future = await self._producer.send_batch(batch, topic, partition=partition)
+        self._in_flight.append(future)
+        watcher = self.watcher
+        if watcher is not None and topic in watcher.topics:
+            tell, count = watcher.acknowledged, batch.record_count()
+
+            def stored(done: asyncio.Future[Any]) -> None:
+                if not done.cancelled() and done.exception() is None and done.result() is not None:
+                    tell(topic, partition, done.result().offset, count)
+
+            future.add_done_callback(stored)
 
     async def _partition_count(self, topic: str) -> int:
         """Asked of the producer's metadata once per topic (not awaited per record)."""

@@ -215,6 +215,7 @@ class Worker:
             # Exactly-once: the task manager holds the transaction lock while it commits.
             commit=self._commit_held if self.exactly_once else self._commit,
             transaction=self.transaction if self.exactly_once else None,
+            kafka=self.kafka,
         )
         consumer = worker_consumer(
             topology.input_topics(),

@@ -209,11 +209,10 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     workers = processes.Workers(bootstrap, unique, tmp_path)
     try:
         await processes.make_topics(bootstrap, unique)
-        # Producers resend what they buffered during the restart at different moments: a task
-        # waits up to max_task_idle_ms for the side that is behind instead of making it late.
-        idle = ("--max-task-idle-ms", "5000")
-        workers.start("w1", *idle)
-        workers.start("w2", *idle)
+        # Default settings: after the reconnect a task waits for every input whose lag is not
+        # known yet (KIP-695), so the side the producers resend later is not made late.
+        workers.start("w1")
+        workers.start("w2")
         producing = asyncio.create_task(
             processes.produce(bootstrap, unique, range(4_000), pace_s=0.15)
         )
