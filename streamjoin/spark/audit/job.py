@@ -35,7 +35,7 @@ from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOU
 from streamjoin.spark.audit.sources import committed_frame, internal_topics, lagging
 from streamjoin.spark.audit.tables import final_values_agree
 from streamjoin.spark.audit.values import canonical_values
-from streamjoin.spark.graph import AppJob
+from streamjoin.spark.graph import AppJob, source_topics
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
 from streamjoin.spark.order import END, POSITION
 from streamjoin.spark.pipeline import JoinOptions
@@ -145,8 +145,12 @@ def audit(
     job.prepare([spec])
     internal = internal_topics(app, spec)
     behind = lagging(sources.bootstrap, group, internal)
+    # The source topics of this join and the joins it reads (the job knows their partitions).
     read = [
-        (t, p) for t in job.ranks if t not in sources.archives for p in range(job.partitions(t))
+        (t, p)
+        for t in source_topics(app, [spec])
+        if t not in sources.archives
+        for p in range(job.partitions(t))
     ]
     committed = committed_frame(spark, sources.bootstrap, group, read)
     written = read_topics(spark, sources, [spec.into.name], TimeRange()).frames[spec.into.name]
