@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from streamjoin.spark.graph import AppJob
 from streamjoin.spark.inputs import Sources
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
