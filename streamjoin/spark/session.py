@@ -93,6 +93,8 @@ def spark_session(
     finally:
         try:
             unload_state_stores(session)
+        except Exception as exc:  # noqa: BLE001 - the JVM may answer oddly at exit: stop anyway
+            logger.warning("Spark's state stores were not unloaded before the stop: %r", exc)
         finally:
             session.stop()
         scratch = os.path.dirname(warehouse.removeprefix("file:")) if warehouse else ""
