@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-broker
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars docker-e2e
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars kafka-streams-jars docker-e2e
 
 # .venv/.installed-<extra>: streamjoin installed (editable) with that extra.
 $(VENV)/.installed-%: pyproject.toml setup.py constraints.txt $(COMPILED)
@@ -35,7 +35,12 @@ kafka-jars: $(STAMP)
 spark-kafka-jars: $(STAMP)
 	@$(BIN)/python -c 'from streamjoin.spark.connector import main; main()'
 
-test: $(STAMP) kafka-jars spark-kafka-jars
+# Kafka Streams and its TopologyTestDriver (tests/differential/maven/pom.xml, the same release),
+# fetched once by Maven into ~/.cache/streamjoin/ for the differential join tests.
+kafka-streams-jars: $(STAMP)
+	@$(BIN)/python tests/differential/diff_kafka_streams.py
+
+test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
 	$(BIN)/python -m pytest
 
 # The README's Docker commands, run for real (docker/e2e.py): a container engine started where one

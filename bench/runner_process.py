@@ -34,7 +34,7 @@ class Snapshot:
     stall: float
     """Longest the worker's event loop ran late since its previous line."""
     late: int
-    """Records the worker's joins dropped as late, so far."""
+    """Late records of the worker's joins (joined or not), so far."""
     assignments: int
     """Assignments the worker received, so far."""
     budgeted: int

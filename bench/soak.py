@@ -9,7 +9,7 @@ Per mode it prints the RSS of each worker at every sample (the curve should leve
 budget plus the interpreter's own memory), then: input throughput, CPU per input record, lag
 when the traffic stopped, and pairs missing or repeated in the output at the end. A missing
 pair is told apart: its impression came out unclicked (the join did not see the click in time:
-the workers' late drops and longest loop stalls are printed beside it), or not at all.
+the workers' late records and longest loop stalls are printed beside it), or not at all.
 
     python bench/soak.py                        # 30 minutes per mode, 4 tasks per worker
     python bench/soak.py --minutes 2 --sample-every 10
@@ -278,7 +278,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         print(
             f"{'':<10} missing: {r.missing_unclicked} came out unclicked, "
             f"{r.missing - r.missing_unclicked} not at all; {r.undelivered} records undelivered; "
-            f"late drops {r.late}; assignments {r.assignments}; longest loop stall "
+            f"late records {r.late}; assignments {r.assignments}; longest loop stall "
             f"{r.longest_stall_s:.1f} s"
             + (f"; missing e.g. {', '.join(r.missing_sample)}" if r.missing_sample else "")
         )

@@ -73,7 +73,7 @@ def counts(worker: Worker) -> dict[str, Any]:
         "in": sum(manager.records_in.values()),
         "buffered": manager.buffered(),
         "out": sum(worker.sink.sent.values()),
-        "late": sum(c.late_dropped for c in joined),
+        "late": sum(c.late for c in joined),
         "assignments": manager.rebalances,
         "budgeted": worker.memory.usage().total + manager.buffered_bytes(),
     }

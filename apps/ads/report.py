@@ -132,7 +132,8 @@ def worker_report(
         f"rebalances each remaining worker went through (assignments it received, whether or "
         f"not its tasks changed; {', '.join(left) or 'none'} left earlier): {rebalances}",
         f"remaining workers: {total('records_in_total'):,.0f} input records fetched, "
-        f"{total('late_dropped_total'):,.0f} dropped as late, "
+        f"{total('join_late_joined_total') + total('join_late_no_partner_total'):,.0f} late "
+        f"records ({total('join_late_joined_total'):,.0f} joined), "
         f"{total('dead_letters_total'):,.0f} dead letters",
         f"longest output pause of each task from 8 s until all records were produced "
         f"({len(ownership.moves)} moves):",

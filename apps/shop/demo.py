@@ -240,7 +240,8 @@ async def run(bootstrap: str, orders: int, rate: float, work_dir: Path) -> bool:
 
     console.print(
         f"remaining workers: {total('records_rekeyed_total'):,.0f} records re-keyed, "
-        f"{total('late_dropped_total'):,.0f} dropped as late, "
+        f"{total('join_late_joined_total') + total('join_late_no_partner_total'):,.0f} late "
+        f"records ({total('join_late_joined_total'):,.0f} joined), "
         f"{total('dead_letters_total'):,.0f} dead letters"
     )
     ok, lines = verify(

@@ -38,6 +38,12 @@ class JoinWindows:
         object.__setattr__(self, "before_ms", to_millis(before, "JoinWindows before"))
         object.__setattr__(self, "after_ms", to_millis(after, "JoinWindows after"))
         object.__setattr__(self, "grace_ms", to_millis(grace, "JoinWindows grace"))
+        if self.retention_ms == 0:
+            raise ConfigurationError(
+                "JoinWindows(before=0, after=0, grace=0) would join nothing: each side's store "
+                "keeps a record for before + after + grace ms (as Kafka Streams' join stores); "
+                "give grace=1 or more to join records with equal timestamps"
+            )
 
     @classmethod
     def of(cls, time_difference: Duration, grace: Duration = 0) -> JoinWindows:
@@ -46,7 +52,8 @@ class JoinWindows:
 
     @property
     def retention_ms(self) -> int:
-        """How long a record must be kept for every record it can join with to find it."""
+        """How long each side's store keeps a record behind its side's stream time (as Kafka
+        Streams' join stores)."""
         return self.before_ms + self.after_ms + self.grace_ms
 
     def reach_ms(self, left_side: bool) -> tuple[int, int]:

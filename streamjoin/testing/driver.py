@@ -5,13 +5,18 @@
         driver.pipe("clicks", Click(...), key="a1", timestamp=1_500)
         assert driver.read_output("attributed-clicks")[0].value == {...}
 
-Records go through the worker's own task code (ordering, join processors, RocksDB stores in a
-temporary state directory, joiner, serdes, dead letters); only Kafka is left out. Each piped
-record is processed at once, in the order piped; stream time moves with record timestamps or
-with `advance_stream_time`. The whole topology runs: a record piped into a topic a `key_by`
-reads is re-keyed into its repartition topic and joined from there, and a join's output that
-another join reads is joined again, before `pipe` returns (all readable with `read_output`).
-A record piped into a global table's topic updates the table at once.
+Records go through the worker's own task code (its tasks and their record queues, ordering,
+join processors, RocksDB stores in a temporary state directory, joiner, serdes, dead letters);
+only Kafka is left out. Each piped record is processed at once, in the order piped, as Kafka
+Streams' TopologyTestDriver does: every input counts as caught up. With `max_task_idle_ms` above
+0 a task holds records while one of its inputs has none buffered, until that input gets one or
+the driver's wall clock (`advance_wall_clock`, starting at 0) has moved on by `max_task_idle_ms`;
+then it processes them in timestamp order, as a worker does. Joins reading a common topic run
+in one task with one queue, as in a worker. Stream time moves with record timestamps or with
+`advance_stream_time`. The whole topology runs: a record piped into a topic a `key_by` reads is
+re-keyed into its repartition topic and joined from there, and a join's output that another join
+reads is joined again, before `pipe` returns (all readable with `read_output`). A record piped
+into a global table's topic updates the table at once.
 """
 
 from __future__ import annotations
@@ -24,20 +29,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.dsl.app import App
-from streamjoin.dsl.spec import JoinSpec, Repartition
+from streamjoin.dsl.spec import JoinSpec
 from streamjoin.dsl.topics import Topic
 from streamjoin.dsl.topology import Topology, compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.joins.counters import JoinCounters
-from streamjoin.runtime.joins.records import Side
 from streamjoin.runtime.output.dead_letters import dead_letter_topic
 from streamjoin.runtime.output.sink import OutgoingRecord
 from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.tasks.join_task import JoinTask
-from streamjoin.runtime.tasks.repartition import RepartitionTask
-from streamjoin.runtime.topology.app_topology import TaskId, build_processor
+from streamjoin.runtime.tasks.running import RunningTask, member_task, running_task
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.stores.global_store import GlobalStore
 from streamjoin.state.stores.kv_store import KeyValueStore
@@ -101,14 +106,16 @@ class TestDriver:
         self._read: defaultdict[str, int] = defaultdict(int)
         self._forwarded: defaultdict[str, int] = defaultdict(int)
         self._offsets: defaultdict[tuple[str, int], int] = defaultdict(int)
-        self._tasks: dict[TaskId, JoinTask | RepartitionTask] = {}
+        self._tasks = AppTopology(app, {n: c or 1 for n, c in self.topology.tasks.items()})
+        """The worker's sub-topologies: joins reading a common topic share one task."""
+        self._running: dict[TaskId, RunningTask] = {}
         self._stores: dict[TaskId, TaskStores] = {}
-        self._readers: defaultdict[str, list[JoinSpec | Repartition]] = defaultdict(list)
-        for spec in self.topology.joins:
-            for name in dict.fromkeys(spec.input_topics):
-                self._readers[name].append(spec)
-        for repartition in self.topology.repartitions:
-            self._readers[repartition.source.name].append(repartition)
+        self._readers: defaultdict[str, list[str]] = defaultdict(list)
+        """Topic -> the sub-topologies whose tasks read it."""
+        for name in self._tasks.names:
+            for topic in self._tasks.inputs(name):
+                self._readers[topic].append(name)
+        self._wall_clock_ms = 0
         written = [s.into.name for s in app.joins] + [r.topic.name for r in app.repartitions]
         written += list(app.foreign_key_topics)
         self._internal = [t for t in written if t in self._readers]
@@ -144,41 +151,38 @@ class TestDriver:
         self._topic(topic)
         return self.topology.partitions.get(topic) or 1
 
-    def _repartition_task(self, repartition: Repartition, partition: int) -> RepartitionTask:
-        task_id = TaskId(repartition.subtopology, partition)
-        task = self._tasks.get(task_id)
-        if task is None:
-            task = self._tasks[task_id] = RepartitionTask(
-                self.app.app_id,
-                repartition,
-                task_id,
-                self._sink,
-                on_error=self.app.settings.on_error,
-            )
-        assert isinstance(task, RepartitionTask)
-        return task
-
-    def _task(self, spec: JoinSpec, partition: int) -> JoinTask:
-        task_id = TaskId(spec.name, partition)
-        task = self._tasks.get(task_id)
-        if task is None:
+    def _task(self, subtopology: str, partition: int) -> RunningTask:
+        """The running task of `partition` of a sub-topology, made on first use."""
+        task_id = TaskId(subtopology, partition)
+        running = self._running.get(task_id)
+        if running is None:
+            members = self._tasks.members(subtopology)
+            specs = [m for m in members if isinstance(m, JoinSpec) and not m.is_global]
             stores = TaskStores(
-                self._directory, self.app, spec, task_id, self.changelogs, memory=self.memory
+                self._directory, self.app, specs, task_id, self.changelogs, memory=self.memory
             )
             self._stores[task_id] = stores
-            task = JoinTask(
-                self.app.app_id,
-                spec,
-                task_id,
-                build_processor(spec, stores, self._sink, self._globals),
-                self._sink,
-                on_error=self.app.settings.on_error,
-                max_future_ms=self.app.settings.max_future_ms,
-                max_record_bytes=self.app.settings.max_record_bytes,
-            )
-            self._tasks[task_id] = task
-        assert isinstance(task, JoinTask)
-        return task
+            built = [
+                (
+                    member,
+                    member_task(
+                        member,
+                        task_id,
+                        app=self.app,
+                        state=stores,
+                        sink=self._sink,
+                        global_tables=self._globals,
+                    ),
+                )
+                for member in members
+            ]
+            inputs = tuple(TopicPartition(t, partition) for t in self._tasks.inputs(subtopology))
+            running = running_task(task_id, inputs, built, self.app.settings.max_task_idle_ms)
+            self._running[task_id] = running
+        return running
+
+    def _join_tasks(self) -> list[JoinTask]:
+        return [m for r in self._running.values() for m in r.members if isinstance(m, JoinTask)]
 
     def pipe(
         self,
@@ -225,17 +229,15 @@ class TestDriver:
         table = self._globals.stores.get(topic)
         if table is not None:
             table.apply(partition, [record])
-        for reader in self._readers.get(topic, ()):
-            if isinstance(reader, Repartition):
-                rekey = self._repartition_task(reader, partition)
-                rekey.add(Side.LEFT, [record])
-                rekey.process(0, lambda _side: 0)
-                continue
-            task = self._task(reader, partition)
-            for side, name in zip(Side, reader.input_topics, strict=False):
-                if name == topic:
-                    task.add(side, [record])
-            task.process(0, lambda _side: 0)
+        for subtopology in self._readers.get(topic, ()):
+            task = self._task(subtopology, partition)
+            task.add(TopicPartition(topic, partition), [record])
+            self._process(task)
+
+    def _process(self, task: RunningTask) -> None:
+        """Everything the task may process now: every input is caught up (lag 0)."""
+        while task.process(self._wall_clock_ms, lambda _tp: 0, 1 << 30):
+            pass
 
     def _forward(self) -> None:
         """Process what tasks wrote to topics the app reads (repartition topics, join outputs
@@ -262,9 +264,16 @@ class TestDriver:
 
     def advance_stream_time(self, timestamp: int) -> None:
         """Move every task's stream time to `timestamp`, emitting the non-matches it closes."""
-        for task in list(self._tasks.values()):
-            if isinstance(task, JoinTask):
-                task.advance_stream_time(timestamp)
+        for task in self._join_tasks():
+            task.advance_stream_time(timestamp)
+        self._forward()
+
+    def advance_wall_clock(self, millis: int) -> None:
+        """Move the driver's wall clock on (as TopologyTestDriver.advanceWallClockTime): a task
+        holding records for `max_task_idle_ms` processes them once it has passed."""
+        self._wall_clock_ms += millis
+        for task in list(self._running.values()):
+            self._process(task)
         self._forward()
 
     def read_output(self, topic: str) -> list[OutputRecord]:
@@ -288,15 +297,18 @@ class TestDriver:
         return list(self._sink.records[dead_letter_topic(self.app.app_id)])
 
     def counters(self, join: str) -> JoinCounters:
+        self.app.get_join(join)
         total = JoinCounters()
-        for task_id, task in self._tasks.items():
-            if task_id.subtopology == join and isinstance(task, JoinTask):
+        for task in self._join_tasks():
+            if task.spec.name == join:
                 total.add(task.processor.counters)
         return total
 
     def _store(self, join: str, store: str, partition: int) -> LocalStore:
-        self._task(self.app.get_join(join), partition)
-        stores = self._stores[TaskId(join, partition)].by_name
+        self.app.get_join(join)
+        subtopology = self._tasks.subtopology_of(join)
+        self._task(subtopology, partition)
+        stores = self._stores[TaskId(subtopology, partition)].by_name
         name = f"{join}-{store}"
         if name not in stores:
             known = ", ".join(sorted(n.removeprefix(f"{join}-") for n in stores))
@@ -339,7 +351,7 @@ class TestDriver:
             for store in stores.by_name.values():
                 store.close()
         self._stores.clear()
-        self._tasks.clear()
+        self._running.clear()
         if self._tmp is not None:
             self._tmp.cleanup()
 

@@ -3,6 +3,8 @@ changelogs written to memory, global tables kept as a worker keeps them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.topology.app_topology import TaskId, store_specs
@@ -22,13 +24,14 @@ __all__ = ("GlobalTables", "TaskStores")
 
 
 class TaskStores:
-    """A task's stores, opened directly on RocksDB, writing changelogs to memory."""
+    """A task's stores (those of each join it runs), opened directly on RocksDB, writing
+    changelogs to memory."""
 
     def __init__(
         self,
         directory: StateDirectory,
         app: App,
-        spec: JoinSpec,
+        specs: Sequence[JoinSpec],
         task_id: TaskId,
         producer: MemoryChangelogProducer,
         *,
@@ -36,7 +39,7 @@ class TaskStores:
     ) -> None:
         partition = task_id.partition
         self.by_name: dict[str, LocalStore] = {}
-        for store_spec in store_specs(spec):
+        for store_spec in (s for spec in specs for s in store_specs(spec)):
             kind = store_class(store_spec.kind)
             path = directory.store_dir(str(task_id), store_spec.name)
             store = kind(store_spec, path, memory)

@@ -48,8 +48,8 @@ def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) ->
     lines = done.stdout.splitlines()
     assert all(line.strip() for line in lines), output
     assert re.search(
-        r"^remaining workers: [\d,]+ input records fetched, [\d,]+ dropped as late, [\d,]+ "
-        r"dead letters$",
+        r"^remaining workers: [\d,]+ input records fetched, [\d,]+ late records \([\d,]+ "
+        r"joined\), [\d,]+ dead letters$",
         done.stdout,
         re.M,
     ), output

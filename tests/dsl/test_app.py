@@ -97,6 +97,9 @@ def test_bad_settings_and_windows_are_refused() -> None:
         JoinWindows(before=0, after=-1)
     with pytest.raises(ConfigurationError, match="milliseconds"):
         JoinWindows(before=0, after=1.5)  # type: ignore[arg-type]
+    # Kafka Streams accepts it and never joins anything (its stores keep nothing).
+    with pytest.raises(ConfigurationError, match=r"would join nothing.*give grace=1 or more"):
+        JoinWindows.of(0)
 
 
 def test_processing_guarantee_is_an_app_setting() -> None:

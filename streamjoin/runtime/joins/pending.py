@@ -4,8 +4,10 @@ Entries live in a key-value store (so they survive a move through its changelog)
 `timestamp | side | len(key) | key | offset` (timestamp biased by 2**63, integers big-endian):
 everything of one (timestamp, side, key) shares a prefix, and a replayed source record rewrites
 its own entry instead of adding a second one. The hot path never reads the store: an in-memory
-index (prefix -> entries with their values, and a heap of prefixes by timestamp), loaded once
-when the task opens, answers "what matched" and "what is due" in logarithmic time.
+index (prefix -> entries with their values, and per side a heap of prefixes by timestamp),
+loaded once when the task opens, answers "what matched" and "what is due" in logarithmic time.
+Each side is due by its own cutoff: its window store's stream time decides when its records can
+no longer be matched.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ class PendingNonMatches:
         self._store = store
         self._entries: dict[bytes, list[tuple[bytes, bytes, Any]]] = {}
         """prefix -> (store key, stored value, memo) of its pending records, in offset order."""
-        self._due: list[tuple[int, bytes, Side, bytes]] = []
-        """(timestamp, prefix, side, key) heap; prefixes already matched are skipped when
-        popped (side and key ride along so that popping need not parse the prefix)."""
+        self._due: tuple[list[tuple[int, bytes, Side, bytes]], ...] = ([], [])
+        """Per side, a (timestamp, prefix, side, key) heap; prefixes already matched are skipped
+        when popped (side and key ride along so that popping need not parse the prefix)."""
         for entry, stored in store.range():
             prefix = entry[: -_OFFSET.size]
             timestamp, side, key = _parse(prefix)
@@ -56,7 +58,7 @@ class PendingNonMatches:
         entries = self._entries.get(prefix)
         if entries is None:
             self._entries[prefix] = [(entry, stored, memo)]
-            heapq.heappush(self._due, due)
+            heapq.heappush(self._due[due[2]], due)
         elif all(entry != known for known, _, _ in entries):
             entries.append((entry, stored, memo))
 
@@ -81,16 +83,18 @@ class PendingNonMatches:
         for entry, _, _ in self._entries.pop(_prefix(timestamp, side, key), ()):
             self._store.delete(entry, timestamp)
 
-    def any_before(self, timestamp: int) -> bool:
-        """Whether `pop_until(timestamp)` may yield anything (cheap)."""
-        return bool(self._due) and self._due[0][0] < timestamp
+    def any_before(self, side: Side, timestamp: int) -> bool:
+        """Whether `pop_until(side, timestamp)` may yield anything (cheap)."""
+        due = self._due[side]
+        return bool(due) and due[0][0] < timestamp
 
-    def pop_until(self, timestamp: int) -> list[tuple[int, Side, bytes, bytes, Any]]:
-        """Remove and return (timestamp, side, key, stored value, memo) of entries older than
-        `timestamp`, oldest first (a list: compiled, a generator costs more per entry)."""
-        due, popped = self._due, []
+    def pop_until(self, side: Side, timestamp: int) -> list[tuple[int, Side, bytes, bytes, Any]]:
+        """Remove and return (timestamp, side, key, stored value, memo) of the side's entries
+        older than `timestamp`, oldest first (a list: compiled, a generator costs more per
+        entry)."""
+        due, popped = self._due[side], []
         while due and due[0][0] < timestamp:
-            ts, prefix, side, key = heapq.heappop(due)
+            ts, prefix, _, key = heapq.heappop(due)
             entries = self._entries.pop(prefix, None)
             if entries is None:
                 continue

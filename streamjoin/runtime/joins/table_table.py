@@ -3,10 +3,12 @@ result for a key is the join of both tables' current values for it.
 
 An update on either side (a tombstone deletes) stores the side's new value and looks up the
 other side's current one. A result exists for values (l, r) when both are present (inner),
-when l is (left), when either is (outer). If one exists after the update, it is emitted; if
-one existed before (judged from the side's old value, as Kafka Streams does, so no result store
-is needed) and none does after, a tombstone is; otherwise nothing. The output timestamp is the
-larger of the update's and the other side's value's.
+when l is (left), when either is (outer). If one exists after the update, it is emitted. If
+none does, a tombstone is emitted when one existed before (judged from the side's old value, as
+Kafka Streams does, so no result store is needed) or when the other side has a value (Kafka
+Streams sends that tombstone too, though no result existed: the one rule of every table join,
+README "Join semantics"); otherwise nothing. The output timestamp is the larger of the
+update's and the other side's value's.
 
 Each side's store is fed by its own topic (its changelog). A record the task processes again
 after a restore that already applied it has lost its old value: a result is then assumed to
@@ -77,7 +79,7 @@ class TableTableJoin:
                 return [JoinOutput(key, this, other_joined, timestamp)]
             return [JoinOutput(key, other_joined, this, timestamp)]
         replayed = record.offset < store.restored_end
-        if replayed or self._exists(side, old is not None, present):
+        if replayed or present or self._exists(side, old is not None, present):
             self.counters.retracted += 1
             return [JoinOutput(key, None, None, timestamp)]
         return []

@@ -88,10 +88,18 @@ def register_worker_metrics(
         "join_unmatched_total", "counter", "Left/outer non-matches emitted", per_join("unmatched")
     )
     registry.register(
-        "late_dropped_total",
+        "join_late_joined_total",
         "counter",
-        "Records dropped: later than the join's grace period",
-        per_join("late_dropped"),
+        "Late stream-stream records (behind their window plus grace) that joined partners the "
+        "other side's store still held",
+        per_join("late_joined"),
+    )
+    registry.register(
+        "join_late_no_partner_total",
+        "counter",
+        "Late stream-stream records that found no partner (a left/outer side emits them as "
+        "non-matches)",
+        per_join("late_no_partner"),
     )
     registry.register(
         "join_no_match_dropped_total",
@@ -102,14 +110,21 @@ def register_worker_metrics(
     registry.register(
         "join_retracted_total",
         "counter",
-        "Tombstones a table-table join emitted for results that stopped existing",
+        "Tombstones a table-table or foreign-key join emitted",
         per_join("retracted"),
     )
     registry.register(
         "join_too_old_total",
         "counter",
-        "Stream records older than the history of the versioned table they join",
+        "Stream records older than the history of the versioned table they join (they join "
+        "only the key's latest version)",
         per_join("too_old"),
+    )
+    registry.register(
+        "join_too_old_updates_total",
+        "counter",
+        "Versioned table updates dropped: older than the table's history",
+        per_join("too_old_updates"),
     )
     registry.register(
         "join_stale_total",
@@ -184,12 +199,14 @@ def log_summary(manager: TaskManager, sink: ProducerSink) -> None:
     """What the worker did, logged as it stops: per join, then records in and out."""
     for join, (counters, dead) in sorted(manager.counters().items()):
         logger.info(
-            "join %s: %d matched, %d unmatched, %d late records dropped, %d skipped, "
-            "%d dead letters",
+            "join %s: %d matched, %d unmatched, %d late records (%d joined, %d with no "
+            "partner), %d skipped, %d dead letters",
             join,
             counters.matched,
             counters.unmatched,
-            counters.late_dropped,
+            counters.late,
+            counters.late_joined,
+            counters.late_no_partner,
             counters.skipped,
             dead,
         )

@@ -1,5 +1,8 @@
 """Which buffered input record a task processes next: the lowest timestamp across its input
 partitions, so a join sees both sides in event-time order (as Kafka Streams' PartitionGroup).
+Between equal timestamps the input that has waited longer goes first: the one whose records
+came, or whose last record was taken, earlier (Kafka Streams' queue of partitions by head time
+does the same for two partitions).
 
 A partition with nothing buffered holds the task back (as Kafka Streams' max.task.idle.ms,
 KIP-695 semantics):
@@ -8,8 +11,9 @@ KIP-695 semantics):
 - while its lag is not known yet (no fetch answered), for at most `UNKNOWN_LAG_WAIT_MS`, after
   which the task goes on with a warning: a side the fetcher cannot reach must not stall it;
 - when it is caught up, for at most `max_idle_ms` (default 0: do not wait for producers).
-Processing the other side ahead of data that exists would advance stream time past it and
-drop it as late, so waiting for known or possible data is a matter of correctness.
+Processing the other side ahead of data that exists would advance stream time past it and make
+it late (its partners may be gone from their store by then), so waiting for known or possible
+data is a matter of correctness.
 """
 
 from __future__ import annotations
@@ -40,11 +44,23 @@ class TimestampOrderedInputs(Generic[R]):
     def __init__(self, inputs: int, max_idle_ms: int) -> None:
         self._buffers: list[deque[R]] = [deque() for _ in range(inputs)]
         self._max_idle_ms = max_idle_ms
-        self._idle_since: float | None = None
+        self._empty_since: dict[int, float] = {}
+        """Inputs found empty (and caught up, or not fetched yet) while others had records,
+        and since when. An entry goes once its input has records or lag: like Kafka Streams'
+        idle deadlines, a task whose buffers drain does not wait again for an input that
+        stayed empty all along."""
         self._warned = False
+        self._waiting_since = [0] * inputs
+        """Per input, when (a sequence number) its head began to wait: when records came to
+        it empty, or when its previous record was taken. Decides between equal timestamps."""
+        self._sequence = 0
 
     def add(self, index: int, records: Iterable[R]) -> None:
-        self._buffers[index].extend(records)
+        buffer = self._buffers[index]
+        if not buffer:
+            self._sequence += 1
+            self._waiting_since[index] = self._sequence
+        buffer.extend(records)
 
     def buffered(self) -> int:
         return sum(len(buffer) for buffer in self._buffers)
@@ -65,33 +81,46 @@ class TimestampOrderedInputs(Generic[R]):
         if len(buffers) == 2:  # a join's usual case, made cheap
             left, right = buffers
             if left and right:
-                self._idle_since = None
-                if left[0].timestamp <= right[0].timestamp:
-                    return 0, left.popleft()
-                return 1, right.popleft()
-        heads = [(buf[0].timestamp, i) for i, buf in enumerate(self._buffers) if buf]
+                if self._empty_since:
+                    self._empty_since.clear()
+                left_ts, right_ts = left[0].timestamp, right[0].timestamp
+                waiting = self._waiting_since
+                if left_ts < right_ts or (left_ts == right_ts and waiting[0] < waiting[1]):
+                    return 0, self._take(0)
+                return 1, self._take(1)
+        waiting = self._waiting_since
+        heads = [(buf[0].timestamp, waiting[i], i) for i, buf in enumerate(buffers) if buf]
         if not heads:
-            self._idle_since = None
             return None
-        lags = [lag(i) for i, buf in enumerate(self._buffers) if not buf]
-        if any(n is not None and n > 0 for n in lags):
-            self._idle_since = None
+        empty_since = self._empty_since
+        for index in [i for i in empty_since if self._buffers[i]]:
+            del empty_since[index]
+        lags = {i: lag(i) for i, buf in enumerate(self._buffers) if not buf}
+        coming = [i for i, n in lags.items() if n is not None and n > 0]
+        if coming:
+            for index in coming:
+                empty_since.pop(index, None)
             return None  # the next fetch brings them
         if lags:
-            if self._idle_since is None:
-                self._idle_since = now_ms
-            limit = UNKNOWN_LAG_WAIT_MS if None in lags else self._max_idle_ms
-            waited = now_ms - self._idle_since
+            since = max(empty_since.setdefault(i, now_ms) for i in lags)
+            limit = UNKNOWN_LAG_WAIT_MS if None in lags.values() else self._max_idle_ms
+            waited = now_ms - since
             if waited < limit:
                 return None
-            if None in lags and not self._warned:
+            if None in lags.values() and not self._warned:
                 self._warned = True
                 logger.warning(
                     "an input has not been fetched for %.0f s; processing the other ahead of it "
                     "(its records, when they come, may be late)",
                     waited / 1000,
                 )
-        else:
-            self._idle_since = None
-        _, index = min(heads)
-        return index, self._buffers[index].popleft()
+        _, _, index = min(heads)
+        return index, self._take(index)
+
+    def _take(self, index: int) -> R:
+        buffer = self._buffers[index]
+        record = buffer.popleft()
+        if buffer:
+            self._sequence += 1
+            self._waiting_since[index] = self._sequence
+        return record

@@ -126,9 +126,9 @@ def store_specs(spec: JoinSpec) -> tuple[StoreSpec, ...]:
             )
         return (StoreSpec.kv(names["table"], source_topic=table.name),)
     assert spec.window is not None
-    # One millisecond more than the window needs: a store drops records at exactly
-    # stream time - retention, and a partner may still arrive at that instant.
-    retention = spec.window.retention_ms + 1
+    # As Kafka Streams' join stores: a record is kept while its timestamp is above its side's
+    # stream time - (before + after + grace); a late record joins what the other side still keeps.
+    retention = spec.window.retention_ms
     stores = [StoreSpec.window(names[side], retention_ms=retention) for side in ("left", "right")]
     if spec.how != "inner":
         stores.append(StoreSpec.kv(names["pending"]))

@@ -68,6 +68,18 @@ class VersionedStore(LocalStore):
             latest = value
         return latest or None
 
+    def get_latest_as_of(self, key: bytes, timestamp: int) -> bytes | None:
+        """The key's latest version if it is valid at `timestamp` (it never expires, as in
+        Kafka Streams' versioned stores: for a lookup older than the history it is all there
+        is to find), else None."""
+        prefix = _prefix(key)
+        found = None
+        for local, value in scan(self._db, prefix, prefix + b"\xff" * 9):
+            found = (local, value)
+        if found is None or _decode_ts(found[0][len(prefix) :]) > timestamp:
+            return None
+        return found[1] or None
+
     def versions(self, key: bytes) -> list[tuple[int, bytes | None]]:
         """Every version of `key` the store holds: (valid from, value or None)."""
         prefix = _prefix(key)

@@ -110,6 +110,13 @@ class WindowStore(LocalStore):
         self._recent.add(key, timestamp, value, memo)
         return True
 
+    def advance_time(self, stream_time: int) -> None:
+        """Move the store's stream time on without a record (the test driver's clock): what
+        it expires, fetches no longer find."""
+        if stream_time > self._stream_time:
+            self._recent.expire(stream_time - self.segments.retention_ms)
+            self._stream_time = stream_time
+
     def fetch(self, key: bytes, t_from: int, t_to: int) -> list[tuple[int, bytes]]:
         """`key`'s live records with t_from <= timestamp <= t_to as (timestamp, value), in time
         order (equal timestamps in write order)."""

@@ -16,7 +16,7 @@ from streamjoin import App
 from streamjoin.dsl.spec import JoinKind
 from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
-from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft
+from streamjoin.runtime.joins.foreign_key import ForeignKeyLeft, ForeignKeyRight
 from streamjoin.runtime.joins.records import Side, SourceRecord
 from streamjoin.runtime.topology.app_topology import store_specs
 from streamjoin.runtime.topology.description import describe_topology
@@ -103,6 +103,39 @@ def test_deleting_the_order_or_its_customer(driver: TestDriver, how: JoinKind) -
     assert [(r.key, r.value) for r in driver.read_output("oc")] == [("o1", None)]
 
 
+def test_a_new_order_without_its_customer_emits_by_kind(driver: TestDriver, how: JoinKind) -> None:
+    """An inner join has no result to take back for a new order: Kafka Streams sends nothing
+    (no tombstone), nor does streamjoin."""
+    driver.pipe("orders", {"n": 1, "customer": "c9"}, key="o1", timestamp=2)
+    expected = [] if how == "inner" else [("o1", {"order": 1, "name": None}, 2)]
+    assert [(r.key, r.value, r.timestamp) for r in driver.read_output("oc")] == expected
+
+
+def test_a_result_caused_by_a_customer_update_carries_its_timestamp(driver: TestDriver) -> None:
+    """Issue 34's fourth example: Kafka Streams stamps a result with the timestamp of the update
+    that caused it (the customer's here, though the order is later)."""
+    driver.pipe("orders", {"n": 1, "customer": "c1"}, key="o1", timestamp=15)
+    driver.read_output("oc")
+    driver.pipe("customers", {"name": "Ann"}, key="c1", timestamp=10)
+    assert [(r.value, r.timestamp) for r in driver.read_output("oc")] == [
+        ({"order": 1, "name": "Ann"}, 10)
+    ]
+
+
+@pytest.mark.parametrize(("how", "stamp"), [("inner", 20), ("left", 6)])
+def test_the_tombstone_of_a_deleted_order_is_stamped_as_kafka_streams(
+    how: JoinKind, stamp: int
+) -> None:
+    """Inner: the delete goes by the customer's side and carries the later of the two
+    timestamps; left: the delete's own (Kafka Streams 4.4 does the same)."""
+    with make(how) as driver:
+        driver.pipe("customers", {"name": "Ann"}, key="c1", timestamp=20)
+        driver.pipe("orders", {"n": 1, "customer": "c1"}, key="o1", timestamp=5)
+        driver.read_output("oc")
+        driver.pipe("orders", None, key="o1", timestamp=6)
+        assert [(r.value, r.timestamp) for r in driver.read_output("oc")] == [(None, stamp)]
+
+
 def test_a_response_to_a_changed_order_is_discarded() -> None:
     """Two updates of an order before the customer side answers the first: only the answer to
     the current value is joined."""
@@ -171,3 +204,60 @@ def test_a_delete_processed_again_after_a_restore_still_retracts(tmp_path: Path)
 class _Sink:
     def send(self, record: Any) -> None:
         pass
+
+
+class _Queue:
+    """A sink that keeps what is sent, for a test to deliver in the order it chooses."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, record: Any) -> None:
+        self.sent.append(record)
+
+    def take(self) -> SourceRecord:
+        record = self.sent.pop(0)
+        return SourceRecord(Side.RIGHT, record.key, record.value, record.timestamp, 0)
+
+
+def test_a_customer_deleted_while_its_order_changes_leaves_no_stale_result(
+    tmp_path: Path,
+) -> None:
+    """A race on a real broker (found by the e2e foreign-key test under traffic): the customer's
+    delete answers the order's old value, which the order's update (same customer) makes stale,
+    so that answer is discarded. Kafka Streams 4.4 asks no answer of an update that keeps its
+    foreign key (it assumes the old value's result went with the customer) and keeps the old
+    result for good; streamjoin asks one and retracts it (README, difference 5)."""
+    app = App("shop")
+    orders, customers = app.table("orders"), app.table("customers")
+    app.join(orders, customers, foreign_key=lambda o: o["c"], into="oc", name="j")(
+        lambda o, c: [o["n"], c["v"]]
+    )
+    left_spec, right_spec = app.get_join("j"), app.get_join("j-fk")
+    stores = [
+        KeyValueStore(spec, tmp_path / spec.name, MemoryBudget())
+        for spec in (*store_specs(left_spec), *store_specs(right_spec))
+    ]
+    for store in stores:
+        store.attach_writer(object())  # type: ignore[arg-type]  # nothing logs here
+    to_right, to_left = _Queue(), _Queue()
+    left = ForeignKeyLeft(left_spec, stores[0], to_right)
+    right = ForeignKeyRight(right_spec, stores[1], stores[2], to_left)
+    customer, gone = b'{"v": "Ann"}', None
+    right.process(SourceRecord(Side.RIGHT, b"c1", customer, 1, 0))
+    left.process(SourceRecord(Side.LEFT, b"o1", b'{"n": 1, "c": "c1"}', 2, 0))
+    right.process(SourceRecord(Side.LEFT, *_subscription(to_right)))
+    assert [r.left.value for r in left.process(to_left.take())] == [{"n": 1, "c": "c1"}]
+    right.process(SourceRecord(Side.RIGHT, b"c1", gone, 3, 1))  # answers o1's old value...
+    left.process(SourceRecord(Side.LEFT, b"o1", b'{"n": 2, "c": "c1"}', 4, 1))  # ...changed now
+    assert left.process(to_left.take()) == []  # stale: discarded
+    right.process(SourceRecord(Side.LEFT, *_subscription(to_right)))
+    retracted = [o for _ in list(to_left.sent) for o in left.process(to_left.take())]
+    assert [(r.key, r.left, r.right) for r in retracted] == [(b"o1", None, None)]
+    for store in stores:
+        store.close()
+
+
+def _subscription(queue: _Queue) -> tuple[bytes, bytes, int, int]:
+    record = queue.sent.pop(0)
+    return record.key, record.value, record.timestamp, 0

@@ -1,7 +1,7 @@
 """Stream-table joins against a versioned table (KIP-914): a stream record joins the table value
 valid at its own timestamp, also when table updates arrive out of order within the history; a
-stream record older than the history joins nothing (counted), and a left join emits it with
-None."""
+stream record older than the history joins only the key's latest version, which never expires,
+if it was valid then (as Kafka Streams' versioned stores), and is counted."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_a_deleted_price_joins_nothing_from_its_time_on() -> None:
 
 
 @pytest.mark.parametrize(("how", "expected"), [("inner", []), ("left", [(500, None)])])
-def test_a_trade_older_than_the_history_joins_nothing_and_is_counted(
+def test_a_trade_older_than_the_history_and_the_latest_price_joins_nothing(
     how: JoinKind, expected: list[tuple[int, Any]]
 ) -> None:
     with make(how, history_ms=1_000) as driver:
@@ -76,11 +76,25 @@ def test_a_trade_older_than_the_history_joins_nothing_and_is_counted(
         assert driver.counters("price").too_old == 1
 
 
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_the_latest_version_of_a_key_never_expires(how: JoinKind) -> None:
+    """Issue 34's third example, as Kafka Streams 4.4 gives it: history 5 ms, the store has
+    seen 42, yet L9@32 finds b's latest version R3@29 (valid at 32)."""
+    with make(how, history_ms=5) as driver:
+        driver.pipe("prices", {"p": 3}, key="b", timestamp=29)
+        driver.pipe("prices", {"p": 4}, key="a", timestamp=42)
+        driver.pipe("trades", {"qty": 9}, key="b", timestamp=32)
+        assert priced(driver) == [(32, 3)]
+        driver.pipe("trades", {"qty": 9}, key="b", timestamp=28)  # before the latest version
+        assert priced(driver) == ([] if how == "inner" else [(28, None)])
+        assert driver.counters("price").too_old == 2
+
+
 def test_a_price_update_older_than_the_history_is_dropped_and_counted() -> None:
     with make("inner", history_ms=1_000) as driver:
         driver.pipe("prices", {"p": 10}, key="X", timestamp=5_000)
         driver.pipe("prices", {"p": 9}, key="X", timestamp=3_000)
-        assert driver.counters("price").late_dropped == 1
+        assert driver.counters("price").too_old_updates == 1
         driver.pipe("trades", {"qty": 1}, key="X", timestamp=4_500)
         assert priced(driver) == []  # no price was valid at 4500
 

@@ -63,15 +63,17 @@ def test_duplicates_on_both_sides_join_pairwise(make_driver: MakeDriver) -> None
 
 
 def test_left_non_match_waits_until_no_match_can_still_come(make_driver: MakeDriver) -> None:
-    # before + after + grace = 10 + 10 + 5: the non-match of L@100 is due once stream time > 125.
+    # before + after + grace = 10 + 10 + 5: the left store keeps L@100 while the left side's
+    # stream time is below 125 (a right record could find it until then).
     driver = make_driver("left", before=10, after=10, grace=5)
     driver.pipe("L", "l", key="k", timestamp=100)
-    driver.pipe("L", "other", key="x", timestamp=125)
+    driver.pipe("R", "other", key="x", timestamp=200)  # the right side's time: no matter
+    driver.pipe("L", "other", key="x", timestamp=124)
     assert values(driver) == []
-    driver.pipe("L", "other", key="x", timestamp=126)
+    driver.pipe("L", "other", key="x", timestamp=125)
     assert values(driver) == [("l", None, 100)]
     driver.advance_stream_time(10_000)
-    assert values(driver) == [("other", None, 125), ("other", None, 126)]
+    assert values(driver) == [("other", None, 124), ("other", None, 125)]
 
 
 def test_out_of_order_match_within_grace_is_never_preceded_by_a_non_match(
@@ -112,19 +114,62 @@ def test_outer_join_emits_non_matches_of_both_sides_once(make_driver: MakeDriver
     assert values(driver) == []
 
 
-def test_records_later_than_grace_are_dropped_and_counted(make_driver: MakeDriver) -> None:
-    driver = make_driver("left", before=10, after=10, grace=5)
-    driver.pipe("R", "r", key="k", timestamp=190)
-    driver.pipe("R", "r", key="x", timestamp=195)
-    driver.pipe("R", "now", key="y", timestamp=200)
-    # L@184: window end 194 + grace 5 = 199 < stream time 200: late. L@185: 200, on time.
-    driver.pipe("L", "late", key="k", timestamp=184)
-    driver.pipe("L", "on-time", key="x", timestamp=185)
-    assert values(driver) == [("on-time", "r", 195)]
+def test_a_late_record_joins_the_partners_the_other_side_still_holds(
+    make_driver: MakeDriver,
+) -> None:
+    """Issue 34's first example, as Kafka Streams 4.4 gives it: R@35 is behind its window plus
+    grace (35 + 13 + 10 < 64) but L2@45 is still in the left store (it keeps 13 + 1 + 10 ms)."""
+    driver = make_driver("inner", before=13, after=1, grace=10)
+    driver.pipe("L", "L2", key="a", timestamp=45)
+    driver.pipe("L", "L5", key="a", timestamp=64)
+    driver.pipe("R", "R2", key="a", timestamp=35)
+    assert values(driver) == [("L2", "R2", 45)]
     counters = driver.counters("j")
-    assert counters.late_dropped == 1
-    driver.advance_stream_time(10_000)
-    assert values(driver) == []  # the dropped record never surfaces as a non-match
+    assert (counters.late_joined, counters.late_no_partner) == (1, 0)
+
+
+def test_a_late_record_finds_only_what_the_other_store_still_keeps(
+    make_driver: MakeDriver,
+) -> None:
+    """Each side's store keeps records by its own side's stream time (as Kafka Streams' window
+    stores): L@0 is gone once the left side has seen 100, not when the right side has."""
+    driver = make_driver("inner", before=5, after=5, grace=0)
+    driver.pipe("L", "l", key="a", timestamp=0)
+    driver.pipe("R", "later", key="b", timestamp=100)
+    driver.pipe("R", "r", key="a", timestamp=3)
+    assert values(driver) == [("l", "r", 3)]
+    driver.pipe("L", "later", key="b", timestamp=100)
+    driver.pipe("R", "r2", key="a", timestamp=3)
+    assert values(driver) == [("later", "later", 100)]
+    assert driver.counters("j").late_no_partner == 1
+
+
+def test_a_late_left_record_without_partner_is_a_non_match_once_none_can_come(
+    make_driver: MakeDriver,
+) -> None:
+    """Issue 34's second example. L@16 is late and finds no partner; a right record at 13..18
+    could still find it in the left store until the left side's stream time passes 16 + 3 + 2
+    + 10, so it is emitted then (Kafka Streams emits it at once, and would also emit the join
+    if such a record came)."""
+    driver = make_driver("left", before=3, after=2, grace=10)
+    driver.pipe("R", "R1", key="b", timestamp=37)
+    driver.pipe("L", "L1", key="b", timestamp=16)
+    assert values(driver) == []
+    driver.pipe("L", "L2", key="x", timestamp=31)
+    assert values(driver) == [("L1", None, 16)]
+    driver.pipe("L", "L3", key="b", timestamp=1)  # older than the left store keeps: at once
+    assert values(driver) == [("L3", None, 1)]
+    counters = driver.counters("j")
+    assert (counters.late_joined, counters.late_no_partner) == (0, 2)
+
+
+def test_a_pending_late_record_still_joins_a_later_partner(make_driver: MakeDriver) -> None:
+    driver = make_driver("left", before=3, after=2, grace=10)
+    driver.pipe("R", "R1", key="b", timestamp=37)
+    driver.pipe("L", "L1", key="b", timestamp=16)
+    driver.pipe("R", "R2", key="b", timestamp=15)
+    driver.advance_stream_time(1_000)
+    assert values(driver) == [("L1", "R2", 16)]
 
 
 def test_null_values_are_skipped_and_null_keys_follow_kafka_streams(

@@ -27,16 +27,28 @@ timestamps = st.lists(st.integers(0, 50), max_size=30).map(sorted)
 
 
 @given(st.lists(timestamps, min_size=1, max_size=4))
-def test_caught_up_inputs_merge_by_timestamp_then_input(partitions: list[list[int]]) -> None:
+def test_caught_up_inputs_merge_by_timestamp(partitions: list[list[int]]) -> None:
     """Any number of inputs (two take a shortcut): with nothing more on the broker, every
-    record comes out, ordered by (timestamp, input index), as a stable merge of the inputs."""
+    record comes out, in timestamp order, each input's in its own order."""
     inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(len(partitions), max_idle_ms=0)
     for index, stamps in enumerate(partitions):
         inputs.add(index, [R(t) for t in stamps])
     order = []
     while (picked := inputs.next(0, lambda i: 0)) is not None:
         order.append((picked[1].timestamp, picked[0]))
-    assert order == sorted((t, i) for i, stamps in enumerate(partitions) for t in stamps)
+    assert [t for t, _ in order] == sorted(t for stamps in partitions for t in stamps)
+    for index, stamps in enumerate(partitions):
+        assert [t for t, i in order if i == index] == stamps
+
+
+def test_between_equal_timestamps_the_input_that_waited_longer_goes_first() -> None:
+    """As Kafka Streams' queue of partitions by head time: input 1 had records first, so it
+    wins the first tie; then input 0 has waited longer, and so on."""
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=0)
+    inputs.add(1, [R(5), R(5)])
+    inputs.add(0, [R(5), R(5)])
+    order = [inputs.next(0, lambda i: 0) for _ in range(4)]
+    assert [i for i, _ in order] == [1, 0, 1, 0]  # type: ignore[misc]
 
 
 def test_waits_while_an_empty_input_has_records_on_the_broker() -> None:
@@ -66,3 +78,21 @@ def test_a_caught_up_input_is_waited_for_max_idle_for_new_data() -> None:
     inputs.add(0, [R(5)])
     assert inputs.next(0, lambda i: 0) is None
     assert inputs.next(500, lambda i: 0) == (0, R(5))
+
+
+def test_a_drained_task_does_not_wait_again_for_an_input_that_stayed_empty() -> None:
+    """As Kafka Streams' idle deadlines: input 1 is empty from 0 on, so once 500 ms have passed
+    the task goes on without it, also after its buffers drained (it used to wait 500 ms per
+    fetched batch of input 0); an input that had records and is empty again is waited for
+    afresh."""
+    inputs: TimestampOrderedInputs[R] = TimestampOrderedInputs(2, max_idle_ms=500)
+    inputs.add(0, [R(5)])
+    assert inputs.next(0, lambda i: 0) is None
+    assert inputs.next(500, lambda i: 0) == (0, R(5))
+    assert inputs.next(600, lambda i: 0) is None  # drained
+    inputs.add(0, [R(7)])
+    assert inputs.next(700, lambda i: 0) == (0, R(7))
+    inputs.add(1, [R(8)])
+    assert inputs.next(710, lambda i: 0) is None  # input 0 is empty now: waited for afresh
+    assert inputs.next(1_209, lambda i: 0) is None
+    assert inputs.next(1_210, lambda i: 0) == (1, R(8))
