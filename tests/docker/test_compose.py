@@ -83,9 +83,10 @@ def test_worker_connects_to_kafka_inside_the_compose_network() -> None:
 def test_dockerfile_installs_the_package_and_runs_the_same_worker() -> None:
     text = DOCKERFILE.read_text()
     assert re.search(r"^FROM python:3\.1[1-9]", text, re.M)
-    # At the versions `make` installs: the dependencies, then the package itself.
+    # At the versions `make` installs: the dependencies, then the package itself (its wheel,
+    # test_the_image_builds_the_package_as_make_does).
     assert "pip install -c constraints.txt -r requirements.txt" in text
-    assert "RUN pip install --no-build-isolation -c constraints.txt ." in text
+    assert "RUN pip install --no-deps /wheels/*.whl" in text
     cmd = re.search(r"^CMD (\[.*\])$", text, re.M)
     assert cmd is not None
     worker = _compose()["services"]["worker"]
@@ -165,15 +166,30 @@ def test_topics_are_created_before_workers_and_traffic_start() -> None:
 
 def test_the_image_builds_the_package_as_make_does() -> None:
     text = DOCKERFILE.read_text()
+    # The stages: the build's tools, the wheel's build, the image.
+    tools, build, image = text.split("\nFROM ")[1:]
     copies = re.findall(r"^COPY (.+) (\S+)$", text, re.M)
-    sources = [source for line, _ in copies for source in line.split()]
+    sources = [s for line, _ in copies if not line.startswith("--from=") for s in line.split()]
     for source in sources:
         assert (ROOT / source).exists(), source
-    # setup.py compiles the per-record path (mypyc): it, pyproject.toml and the package come
-    # in before the install; the compiler too.
-    install = text.index("RUN pip install --no-build-isolation -c constraints.txt .")
+    # setup.py compiles the per-record path (mypyc) into the wheel: it, pyproject.toml and the
+    # package come in before, the compiler and the build's requirements too; the image installs
+    # that wheel and the dependencies, all at constraints.txt's versions as `make` installs.
+    assert 'p["build-system"]["requires"]' in tools and "-c constraints.txt" in tools
+    wheel = build.index("RUN pip wheel --no-deps --no-build-isolation -c constraints.txt")
     for needed in ("setup.py", "pyproject.toml", "constraints.txt", "streamjoin"):
-        assert needed in sources and text.index(needed) < install, needed
-    assert re.search(r"apt-get install .*\bgcc\b", text) and text.index("gcc") < install
-    for service in ("topics", "traffic", "worker"):
-        assert _compose()["services"][service]["build"]["dockerfile"] == "docker/Dockerfile"
+        assert re.search(rf"^COPY .*\b{needed}\b", build[:wheel], re.M), needed
+    assert re.search(r"apt-get install .*\bgcc\b", build[:wheel])
+    assert re.search(r"^COPY --from=build-tools ", build[:wheel], re.M)
+    assert 'p["project"]["dependencies"]' in image
+    assert "pip install -c constraints.txt -r requirements.txt" in image
+    assert re.search(r"^COPY --from=build /wheels ", image, re.M)
+    assert "pip install --no-deps /wheels/*.whl" in image
+    assert "gcc" not in image and "build-system" not in image  # no compiler, no mypy
+    # One image: the worker builds it, the one-shot services run it as built.
+    services = _compose()["services"]
+    assert services["worker"]["build"]["dockerfile"] == "docker/Dockerfile"
+    for service in ("topics", "traffic"):
+        assert "build" not in services[service], service
+        assert services[service]["image"] == services["worker"]["image"], service
+        assert services[service]["pull_policy"] == "never", service
