@@ -1,5 +1,6 @@
 """streamjoin's task-assignment user data: SubscriptionInfo (member -> leader) and
-AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
+AssignmentInfo (leader -> member), after Kafka Streams' (KIP-429, KIP-441), versioned; see
+docs/rebalancing.md.
 
     SubscriptionInfo v1: version, latest supported version, process id, capacity, endpoint,
                          join counter, standby tasks, offset sums [(subtopology, partition, sum)],
@@ -13,6 +14,9 @@ AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
     SubscriptionInfo v3: v2, then the member's query URL (nullable)
     AssignmentInfo   v3: v2, then query hosts [(query URL, active tasks, standby tasks)]: where
                          every member with a query URL runs each task (interactive queries)
+    SubscriptionInfo v4: v3, then the URL of the member's live status (nullable; GET <url>/status,
+                         read by `streamjoin status`)
+    AssignmentInfo   v4: as v3
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
 knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
@@ -40,7 +44,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 3
+LATEST_VERSION = 4
 NO_PROBE = -1
 
 
@@ -64,6 +68,8 @@ class SubscriptionInfo:
     latest_supported: int = LATEST_VERSION
     query_url: str | None = None
     """Where the member answers interactive queries (v3; None: it does not)."""
+    status_url: str | None = None
+    """Where the member serves its live status, `<url>/status` (v4; None: it does not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,8 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
     writer.array(sorted(info.lags.items()), write_sum)
     if info.version >= 3:
         writer.nullable_string(info.query_url)
+    if info.version >= 4:
+        writer.nullable_string(info.status_url)
     return writer.getvalue()
 
 
@@ -144,10 +152,21 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
     sums = dict(reader.array(read_sum))
     lags = dict(reader.array(read_sum))
     query_url = reader.nullable_string() if version >= 3 else None
+    status_url = reader.nullable_string() if version >= 4 else None
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
     return SubscriptionInfo(
-        process_id, capacity, endpoint, counter, sums, standby, lags, version, latest, query_url
+        process_id,
+        capacity,
+        endpoint,
+        counter,
+        sums,
+        standby,
+        lags,
+        version,
+        latest,
+        query_url,
+        status_url,
     )
 
 

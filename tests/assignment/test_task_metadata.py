@@ -32,6 +32,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     standby=task_tuples,
     lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
     query_url=st.none() | st.text(max_size=30),
+    status_url=st.none() | st.text(max_size=30),
 )
 def test_subscription_info_round_trip(
     process: str,
@@ -42,9 +43,18 @@ def test_subscription_info_round_trip(
     standby: tuple[TaskId, ...],
     lags: dict[TaskId, int],
     query_url: str | None,
+    status_url: str | None,
 ) -> None:
     info = SubscriptionInfo(
-        process, capacity, endpoint, counter, sums, standby, lags, query_url=query_url
+        process,
+        capacity,
+        endpoint,
+        counter,
+        sums,
+        standby,
+        lags,
+        query_url=query_url,
+        status_url=status_url,
     )
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
@@ -93,6 +103,13 @@ def test_v2_metadata_carries_no_query_urls_and_stays_readable() -> None:
     assert (decoded.active, decoded.query_hosts) == ((TaskId(0, 0),), ())
 
 
+def test_v3_metadata_carries_no_status_url_and_stays_readable() -> None:
+    """A v3 member neither sends a status URL nor fails on reading a v4 member's."""
+    info = SubscriptionInfo("p1", query_url="http://a:1", status_url="http://a:2", version=3)
+    decoded = decode_subscription_info(encode_subscription_info(info))
+    assert (decoded.query_url, decoded.status_url) == ("http://a:1", None)
+
+
 def test_a_newer_version_is_read_for_its_common_fields() -> None:
     info = SubscriptionInfo("p1", 2, None, 7, {TaskId(0, 1): 42}, version=2, latest_supported=2)
     decoded = decode_subscription_info(encode_subscription_info(info) + b"future fields")
@@ -101,7 +118,7 @@ def test_a_newer_version_is_read_for_its_common_fields() -> None:
         {TaskId(0, 1): 42},
         2,
     )
-    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=4)) + b"\x00" * 9
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=5)) + b"\x00" * 9
     assert decode_assignment_info(later).active == (TaskId(0, 0),)
 
 

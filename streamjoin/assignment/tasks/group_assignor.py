@@ -97,6 +97,8 @@ class TaskPartitionAssignor(PartitionAssignor):
         """What this member was told in its last assignment."""
         self.last_plan: TaskAssignment | None = None
         """The leader's last task assignment (for logs and tests)."""
+        self.last_members: Mapping[str, str] = {}
+        """The leader's last assignment: member id -> process id (`streamjoin status`)."""
 
     # -- member side ---------------------------------------------------------------------------
 
@@ -142,6 +144,7 @@ class TaskPartitionAssignor(PartitionAssignor):
     ) -> GroupAssignment:
         tasks = self.tasks(partitions_per_topic)
         infos = {m: self._decode(m, s) for m, s in sorted(subscriptions.items())}
+        self.last_members = {member: info.process_id for member, info in infos.items()}
         members_of: defaultdict[str, list[str]] = defaultdict(list)
         for member, info in infos.items():
             members_of[info.process_id].append(member)

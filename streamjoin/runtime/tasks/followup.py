@@ -1,6 +1,6 @@
-"""Ask for the follow-up rebalance as soon as every warm-up on this worker has caught up
-(seed 001), instead of waiting for the probing interval, which stays as the fallback. A warm-up
-is a learner, or a standby that a move to this worker warms up in (the task runs on a worker
+"""Ask for the follow-up rebalance as soon as every warm-up on this worker has caught up (KIP-441;
+docs/rebalancing.md), instead of waiting for the probing interval, which stays as the fallback. A
+warm-up is a learner, or a standby that a move to this worker warms up in (the task runs on a worker
 that had it as a standby meanwhile): both complete a move once caught up.
 
 Never during a rebalance, and never in a loop: if the group answers a request with the same
@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from streamjoin.runtime.tasks.rebalances import RebalanceReason
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
@@ -38,7 +39,9 @@ class FollowupTrigger:
         request_rejoin: Callable[[str], None],
         max_backoff_s: float,
         interval_s: float = 0.25,
+        asked: Callable[[RebalanceReason], None] = lambda reason: None,
     ) -> None:
+        """`asked(reason)`: told of each request (the worker's history of rebalances)."""
         self._roles = roles
         self._state = state
         self._acceptable = acceptable_recovery_lag
@@ -47,6 +50,7 @@ class FollowupTrigger:
         self._request = request_rejoin
         self._max_backoff = max_backoff_s
         self._interval = interval_s
+        self._told = asked
         self._asked: tuple[int, frozenset[TaskId]] | None = None
         """(generation, warm-ups) of the last request."""
         self._backoff = 0.0
@@ -77,7 +81,9 @@ class FollowupTrigger:
         probe = self._roles.next_probe_ms
         if probe is not None and now_ms >= probe and self._probed != probe:
             self._probed = probe
-            self._ask("probing rebalance: the assignment asked for one", warmups)
+            self._ask(
+                "probing rebalance: the assignment asked for one", warmups, RebalanceReason.PROBING
+            )
             return
         if not catch_up or not warmups or now < self._quiet_until:
             return
@@ -102,9 +108,11 @@ class FollowupTrigger:
                 return
             if asked_warmups != warmups:
                 self._backoff = 0.0
-        self._ask(f"warm-ups caught up: {', '.join(map(str, sorted(warmups)))}", warmups)
+        caught_up = ", ".join(map(str, sorted(warmups)))
+        self._ask(f"warm-ups caught up: {caught_up}", warmups, RebalanceReason.FOLLOW_UP)
 
-    def _ask(self, reason: str, warmups: frozenset[TaskId]) -> None:
+    def _ask(self, text: str, warmups: frozenset[TaskId], reason: RebalanceReason) -> None:
         self._asked = (self._generation(), warmups)
         self.requests += 1
-        self._request(reason)
+        self._told(reason)
+        self._request(text)
