@@ -53,16 +53,36 @@ def _as_docker_runs_it(service: str, tmp_path: Path) -> tuple[list[str], Path]:
     return (["docker-init", "--", *command] if spec.get("init") else command), workdir
 
 
-def _first_process(unshare: subprocess.Popen[bytes]) -> int:
-    """The host pid of PID 1 in unshare's namespace (its one child), once it exists."""
-    children = Path(f"/proc/{unshare.pid}/task/{unshare.pid}/children")
+def _first_process(unshare: subprocess.Popen[bytes], program: str) -> int:
+    """The host pid of PID 1 in unshare's namespace (its one child), once it runs `program`
+    and, if that is an init, once the init has started its child: before, a signal to PID 1
+    is dropped (before the exec, a copy of unshare has no handler; the init sets its handlers
+    up before it starts the child). Sent earlier, the test flaked."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        found = children.read_text().split() if children.exists() else []
-        if found:
-            return int(found[0])
+        found = _children(unshare.pid)
+        if found and _runs(found[0], program) and (program != "docker-init" or _children(found[0])):
+            return found[0]
         time.sleep(0.01)
-    raise AssertionError("unshare started no process")
+    raise AssertionError(f"unshare started no {program}")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [
+            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except OSError:
+        return []
+
+
+def _runs(pid: int, program: str) -> bool:
+    """Whether the process has exec'd `program` (a script: its interpreter, then the script)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+    except OSError:
+        return False
+    return program in (Path(arg.decode()).name for arg in argv)
 
 
 def test_a_worker_stopped_while_it_starts_stops_at_once(tmp_path: Path) -> None:
@@ -78,7 +98,7 @@ def test_a_worker_stopped_while_it_starts_stops_at_once(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
         )
     try:
-        os.kill(_first_process(container), signal.SIGTERM)  # as `docker stop` does
+        os.kill(_first_process(container, command[0]), signal.SIGTERM)  # as `docker stop`
         container.wait(120)
     finally:
         container.kill()
