@@ -48,7 +48,7 @@ PYTEST_WORKERS ?= 2
 test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The README's Docker commands, run for real (docker/e2e.py): a container engine started where one
+# docs/docker.md's commands, run for real (docker/e2e.py): a container engine started where one
 # can be (Debian's docker.io with Compose v2), local stand-ins for the two base images where no
 # image registry is reachable; the last line is the demo's `joined: expected=E present=P ...`.
 docker-e2e: $(STAMP) kafka-jars

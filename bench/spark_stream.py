@@ -187,7 +187,7 @@ def main() -> None:
 
     spec = app.get_join("attribute")
     # Spark's connector plans with ListOffsets, which the embedded broker answers wrongly after
-    # batched produces (README, "The embedded broker"): the connector leg needs Apache Kafka.
+    # batched produces (docs/broker-facts.md): the connector leg needs Apache Kafka.
     official = args.kafka_source == "kafka"
     with KafkaBroker() if official else EmbeddedBroker() as broker:
         topics = [*spec.input_topics, spec.into.name]

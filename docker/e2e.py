@@ -1,9 +1,9 @@
-"""`make docker-e2e`: the README's Docker commands (`COMMANDS`), run for real, and the demo's
+"""`make docker-e2e`: docs/docker.md's commands (`COMMANDS`), run for real, and the demo's
 pairs checked.
 
 1. A container engine (engine.py: found, or Debian's docker.io with Compose v2 installed and
    started) and the two base images (standins.py: one line says when they are local stand-ins).
-2. The README's commands, from the repository's root: Kafka, the topics, two workers and the
+2. The page's commands, from the repository's root: Kafka, the topics, two workers and the
    traffic; the host's `streamjoin consume` reading the output; three workers, then two, while
    the traffic flows (only the workers: the one-shot services must not run again); the first
    command again (the one-shot services run again and add nothing); more traffic with another
@@ -63,13 +63,13 @@ COMMANDS = {
     ),
     "down": f"{COMPOSE} down --volumes",
 }
-"""The README's commands ("Real Kafka with Docker"), in the order it gives them."""
+"""docs/docker.md's commands, in the order it gives them."""
 BUILD = f"{COMPOSE} build"
 """Not one of them: the image the first one builds, built while the Kafka image is provided
 (`up --build` then finds it built)."""
 
 RUNS = {7: 40_000, 8: 10_000}
-"""Seed and impressions of the traffic service's run (the demo's defaults) and the README's
+"""Seed and impressions of the traffic service's run (the demo's defaults) and the page's
 second run."""
 ONE_SHOT = ("topics", "traffic")
 RESTORED = re.compile(r"task \S+ restored (\d+) records")
@@ -157,12 +157,12 @@ def restores(work: Path) -> str:
 
 
 def command(run: Run, name: str, *, timeout: float = WAIT_S) -> str:
-    """Run one of the README's commands."""
+    """Run one of the page's commands."""
     return run.execute(COMMANDS[name], name, timeout=timeout)
 
 
 def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
-    """The README's commands and the checks: the output's verdict (None if nothing was read)
+    """The page's commands and the checks: the output's verdict (None if nothing was read)
     and the problems found (a failed command or wait, losses, wrong records)."""
     first, second = (live_traffic(impressions, seed) for seed, impressions in RUNS.items())
     command(run, "down")  # a clean start: no data of an earlier run

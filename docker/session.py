@@ -1,5 +1,5 @@
-"""Running the README's Docker commands for docker/e2e.py: each command said as it starts,
-its output kept in a log; the README's `streamjoin consume` read in the background; Compose's
+"""Running docs/docker.md's commands for docker/e2e.py: each command said as it starts,
+its output kept in a log; the page's `streamjoin consume` read in the background; Compose's
 containers looked at."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def value_of(line: str) -> str | None:
 
 
 class Reader:
-    """The README's `streamjoin consume` in the background: the values it prints, and the
+    """The page's `streamjoin consume` in the background: the values it prints, and the
     auctions joined to their click, as they come."""
 
     def __init__(self, command: str, env: Mapping[str, str], log: Path) -> None:

@@ -41,8 +41,7 @@ class AppSettings:
     """Kafka bootstrap servers, HOST:PORT[,HOST:PORT...]."""
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
     """TLS and SASL settings of every Kafka connection; the command line, STREAMJOIN_*
-    environment variables and `--kafka-config` override them (README "Connecting to a secured
-    cluster")."""
+    environment variables and `--kafka-config` override them (docs/security.md)."""
     state_dir: Path = Path("./state")
     """Where task state lives: `<state_dir>/<app_id>/<task>/<store>` (RocksDB) and checkpoints."""
     commit_interval_s: float = 5.0
@@ -50,7 +49,7 @@ class AppSettings:
     offsets committed (under exactly-once: one transaction each)."""
     processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     """exactly_once: each commit interval is one Kafka transaction (outputs, changelogs, input
-    offsets), so no output repeats after a crash (README "Processing guarantees")."""
+    offsets), so no output repeats after a crash (docs/guarantees.md)."""
     max_task_idle_ms: int = 0
     """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
     on_error: Literal["dlq", "fail"] = "dlq"
@@ -84,7 +83,7 @@ class AppSettings:
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     """Memory of all the worker's state stores together: RocksDB's block cache and write
     buffers, the window stores' newest records, and the fetched records waiting in the tasks'
-    input buffers (README "Memory")."""
+    input buffers (docs/workers.md, "Memory")."""
     window_memory_bytes: int | None = None
     """Of the budget, what the window stores' newest records may take, all stores together:
     a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""

@@ -1,4 +1,4 @@
-"""The README's Spark commands on the demo app, as a user types them, on the demo's broker (the
+"""docs/spark.md's commands on the demo app, as a user types them, on the demo's broker (the
 embedded Tansu): `streamjoin spark-stream` with its default options over half the traffic, a
 worker joining all of it, `streamjoin backfill` and `streamjoin audit` of its output, and
 `spark-stream` again over the same checkpoint: every pair the worker joined, as it wrote it.
@@ -134,7 +134,7 @@ def _streamjoin(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def _spark_stream(bootstrap: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """The README's "Live joins on Spark" run, with the default source, to Parquet."""
+    """docs/spark.md's "Live joins on Spark" run, with the default source, to Parquet."""
     return _streamjoin(
         "spark-stream",
         "app:joins",

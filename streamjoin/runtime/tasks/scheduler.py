@@ -160,8 +160,8 @@ class Scheduler:
                 logger.warning(
                     "task %s has waited %.0f s for records that may come before its next one "
                     "(stamped before %s): on their way through a repartition topic, or not yet "
-                    "re-keyed by key_by tasks here or on other workers (see the README, 'A "
-                    "backlog through a key_by')",
+                    "re-keyed by key_by tasks here or on other workers (see docs/streams.md, "
+                    "'A backlog through a key_by')",
                     task_id,
                     now - since,
                     "any it holds" if limit == WAITING else moment(limit),
