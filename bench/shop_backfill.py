@@ -10,9 +10,10 @@ its own, Spark's start-up included, as a command pays it):
   workers   - one `streamjoin worker app:joins` from the beginning, until its output topics
               hold what backfill found (the joins' outputs) and stop growing (the foreign-key
               join's update stream);
-  stream    - `streamjoin spark-stream app:joins --join ship --available-now` (the chained
-              join: pay, both key_bys and ship in one query) against
-  batch     - `streamjoin backfill app:joins --join ship`, both on local[2], to Parquet.
+  stream    - `streamjoin spark-stream app:joins --join pay --available-now` (the first
+              join, its payments through filter and key_by, in one query; spark-stream refuses the chained
+              `ship`, a windowed join of a windowed join's output) against
+  batch     - `streamjoin backfill app:joins --join pay`, both on local[2], to Parquet.
 Prints seconds and input records/s of each, their ratios, and the machine's load average before
 and after each leg (the machine may be shared: figures under load are indicative only).
 
@@ -182,14 +183,14 @@ def main() -> None:
             )
         if not args.skip_stream:
             batch_s, _ = _command(
-                "backfill", "app:joins", "--join", "ship", *where, "--output", f"{out}/ship"
+                "backfill", "app:joins", "--join", "pay", *where, "--output", f"{out}/pay"
             )
-            print(f"batch  ship: {batch_s:.0f} s  ({_load()})")
+            print(f"batch  pay: {batch_s:.0f} s  ({_load()})")
             stream_s, _ = _command(
                 "spark-stream",
                 "app:joins",
                 "--join",
-                "ship",
+                "pay",
                 *where,
                 "--checkpoint",
                 f"{out}/ck",
@@ -198,7 +199,7 @@ def main() -> None:
                 "--available-now",
             )
             print(
-                f"stream ship: {stream_s:.0f} s  ({_load()}); stream/batch "
+                f"stream pay: {stream_s:.0f} s  ({_load()}); stream/batch "
                 f"{stream_s / batch_s:.2f}x (start-up included in both)"
             )
 

@@ -111,7 +111,25 @@ def streamable(app: App, spec: JoinSpec) -> JoinSpec:
             f"{_NOT_AS_STREAM[kind]}; run it with `streamjoin worker`, or over history with "
             "`streamjoin backfill`"
         )
+    _one_watermark(app, spec)
     return spec
+
+
+def _one_watermark(app: App, spec: JoinSpec) -> None:
+    """Refuse a windowed join reading a windowed join's output in the same query: it would
+    watermark a stream that already has one, past a stateful operator, which Spark disallows
+    ("Redefining watermark is disallowed", found by bench/shop_backfill.py's `--join ship`)."""
+    for join in upstream_joins(app, spec):
+        if join.window is None:
+            continue
+        for upstream in upstream_joins(app, join):
+            if upstream is not join and upstream.window is not None:
+                raise ConfigurationError(
+                    f"join {join.name!r} reads the output of windowed join {upstream.name!r}, "
+                    "which Spark cannot run as one stream: a second watermark after a stateful "
+                    "operator is disallowed; run it with `streamjoin worker`, or over history "
+                    "with `streamjoin backfill`"
+                )
 
 
 _LATE_BY_THIS_WATERMARK = {"spark.sql.streaming.statefulOperator.allowMultiple": "false"}

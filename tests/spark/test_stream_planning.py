@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamjoin import App, JoinWindows
 from streamjoin.cli.spark.stream import _interval, _progress_line
+from streamjoin.errors import ConfigurationError
 from streamjoin.spark.kafka.offsets import OffsetRange
 from streamjoin.spark.kafka.stream_source import StreamOffsets, bounded_ends
 from streamjoin.spark.stream_run import batch_progress
+from streamjoin.spark.streaming import streamable
 
 _bounds = st.lists(
     st.tuples(st.integers(0, 50), st.integers(0, 200), st.integers(0, 60)),
@@ -78,3 +82,25 @@ def test_trigger_intervals() -> None:
     assert _interval("10s") == "10 seconds"
     assert _interval("500ms") == "500 milliseconds"
     assert _interval(None) is None
+
+
+def test_a_windowed_join_of_a_windowed_joins_output_is_refused_in_one_line() -> None:
+    """Spark disallows a second watermark past a stateful operator (bench/shop_backfill.py's
+    `spark-stream --join ship` failed with "Redefining watermark is disallowed"); a table
+    lookup of a windowed join's output needs none."""
+    app = App("chain")
+    window = JoinWindows.of(1)
+    keyed = app.topic("p").key_by("order")
+    app.join(app.topic("o"), keyed, window=window, into="paid", name="pay")(max)
+    app.join(app.topic("paid"), app.topic("s"), window=window, into="shipped", name="ship")(max)
+    countries = app.global_table("c")
+    app.join(app.topic("paid"), countries, key=str, into="located", name="locate")(max)
+    with pytest.raises(ConfigurationError) as refused:
+        streamable(app, app.get_join("ship"))
+    assert str(refused.value) == (
+        "join 'ship' reads the output of windowed join 'pay', which Spark cannot run as one "
+        "stream: a second watermark after a stateful operator is disallowed; run it with "
+        "`streamjoin worker`, or over history with `streamjoin backfill`"
+    )
+    assert streamable(app, app.get_join("pay")).name == "pay"
+    assert streamable(app, app.get_join("locate")).name == "locate"
