@@ -11,8 +11,9 @@ its own, Spark's start-up included, as a command pays it):
               hold what backfill found (the joins' outputs) and stop growing (the foreign-key
               join's update stream);
   stream    - `streamjoin spark-stream app:joins --join pay --available-now` (the first
-              join, its payments through filter and key_by, in one query; spark-stream refuses the chained
-              `ship`, a windowed join of a windowed join's output) against
+              join, its payments through filter and key_by, in one query; spark-stream
+              refuses the chained `ship`, a windowed join of a windowed join's output)
+              against
   batch     - `streamjoin backfill app:joins --join pay`, both on local[2], to Parquet.
 Prints seconds and input records/s of each, their ratios, and the machine's load average before
 and after each leg (the machine may be shared: figures under load are indicative only).
