@@ -13,6 +13,10 @@ AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
     SubscriptionInfo v3: v2, then the member's query URL (nullable)
     AssignmentInfo   v3: v2, then query hosts [(query URL, active tasks, standby tasks)]: where
                          every member with a query URL runs each task (interactive queries)
+    SubscriptionInfo v4: v3, then draining (int16, 1: the member is stopping and hands its tasks
+                         off warm before it leaves)
+    AssignmentInfo   v4: v3, then draining (int16, 1: the leader took the member as draining: its
+                         tasks move off it warm, and it may leave once it has none)
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
 knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
@@ -40,7 +44,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 3
+LATEST_VERSION = 4
 NO_PROBE = -1
 
 
@@ -64,6 +68,8 @@ class SubscriptionInfo:
     latest_supported: int = LATEST_VERSION
     query_url: str | None = None
     """Where the member answers interactive queries (v3; None: it does not)."""
+    draining: bool = False
+    """The member is stopping: no task is placed on it, its tasks move warm (v4)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +97,9 @@ class AssignmentInfo:
     completes a move. Read from a v1 leader: its learners."""
     query_hosts: tuple[QueryHost, ...] = ()
     """Every member's query URL with its tasks (v3; empty from older leaders)."""
+    draining: bool = False
+    """The leader took this member as draining (v4; False from older leaders, which do not:
+    then the member leaves at once, as before)."""
 
 
 def _write_task(writer: Writer, task: TaskId) -> None:
@@ -126,6 +135,8 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
     writer.array(sorted(info.lags.items()), write_sum)
     if info.version >= 3:
         writer.nullable_string(info.query_url)
+    if info.version >= 4:
+        writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
 
@@ -144,10 +155,21 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
     sums = dict(reader.array(read_sum))
     lags = dict(reader.array(read_sum))
     query_url = reader.nullable_string() if version >= 3 else None
+    draining = reader.int16() == 1 if version >= 4 else False
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
     return SubscriptionInfo(
-        process_id, capacity, endpoint, counter, sums, standby, lags, version, latest, query_url
+        process_id,
+        capacity,
+        endpoint,
+        counter,
+        sums,
+        standby,
+        lags,
+        version,
+        latest,
+        query_url,
+        draining,
     )
 
 
@@ -172,6 +194,8 @@ def encode_assignment_info(info: AssignmentInfo) -> bytes:
             _write_tasks(w, host.standby)
 
         writer.array(sorted(info.query_hosts, key=lambda h: h.url), write_query_host)
+    if info.version >= 4:
+        writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
 
@@ -194,6 +218,17 @@ def decode_assignment_info(data: bytes) -> AssignmentInfo:
         return QueryHost(r.string(), tuple(r.array(_read_task)), tuple(r.array(_read_task)))
 
     query_hosts = tuple(reader.array(read_query_host)) if version >= 3 else ()
+    draining = reader.int16() == 1 if version >= 4 else False
     return AssignmentInfo(
-        active, standby, learner, hosts, next_probe, error, version, latest, warmup, query_hosts
+        active,
+        standby,
+        learner,
+        hosts,
+        next_probe,
+        error,
+        version,
+        latest,
+        warmup,
+        query_hosts,
+        draining,
     )

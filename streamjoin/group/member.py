@@ -109,6 +109,9 @@ class GroupMember:
         self._quiet_until = 0.0
         self._fenced: tuple[Session, MemberFenced] | None = None
         self._closing = False
+        self.leaving = False
+        """Set by an application about to leave (a worker draining): a revocation that leaves
+        it nothing asks for no follow-up rejoin, since its LeaveGroup starts that rebalance."""
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -387,5 +390,5 @@ class GroupMember:
             await self._ownership.revoke(change.revoked)
         assignor.on_assignment(got, joined.generation)
         await self._ownership.add(change.added)
-        if change.follow_up:
+        if change.follow_up and not (self.leaving and not change.owned):
             self.request_rejoin(f"follow-up after revoking {len(change.revoked)} partitions")

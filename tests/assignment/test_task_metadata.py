@@ -32,6 +32,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     standby=task_tuples,
     lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
     query_url=st.none() | st.text(max_size=30),
+    draining=st.booleans(),
 )
 def test_subscription_info_round_trip(
     process: str,
@@ -42,9 +43,18 @@ def test_subscription_info_round_trip(
     standby: tuple[TaskId, ...],
     lags: dict[TaskId, int],
     query_url: str | None,
+    draining: bool,
 ) -> None:
     info = SubscriptionInfo(
-        process, capacity, endpoint, counter, sums, standby, lags, query_url=query_url
+        process,
+        capacity,
+        endpoint,
+        counter,
+        sums,
+        standby,
+        lags,
+        query_url=query_url,
+        draining=draining,
     )
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
@@ -60,6 +70,7 @@ def test_subscription_info_round_trip(
         unique_by=lambda h: h.url,
         max_size=4,
     ).map(lambda hs: tuple(sorted(hs, key=lambda h: h.url))),
+    draining=st.booleans(),
 )
 def test_assignment_info_round_trip(
     active: tuple[TaskId, ...],
@@ -68,10 +79,19 @@ def test_assignment_info_round_trip(
     warmup: tuple[TaskId, ...],
     probe: int,
     query_hosts: tuple[QueryHost, ...],
+    draining: bool,
 ) -> None:
     hosts = {"w1:9100": (TopicPartition("a", 0), TopicPartition("b", 3))}
     info = AssignmentInfo(
-        active, standby, learner, hosts, probe, 0, warmup=warmup, query_hosts=query_hosts
+        active,
+        standby,
+        learner,
+        hosts,
+        probe,
+        0,
+        warmup=warmup,
+        query_hosts=query_hosts,
+        draining=draining,
     )
     assert decode_assignment_info(encode_assignment_info(info)) == info
 
@@ -93,6 +113,16 @@ def test_v2_metadata_carries_no_query_urls_and_stays_readable() -> None:
     assert (decoded.active, decoded.query_hosts) == ((TaskId(0, 0),), ())
 
 
+def test_v3_metadata_carries_no_draining_and_stays_readable() -> None:
+    """A v3 member never drains; a v3 leader reads a v4 member's subscription (and ignores that
+    it drains: the member then leaves as before, see runtime/process/draining.py)."""
+    info = SubscriptionInfo("p1", query_url="http://a:1", draining=True, version=3)
+    decoded = decode_subscription_info(encode_subscription_info(info))
+    assert (decoded.query_url, decoded.draining) == ("http://a:1", False)
+    told = AssignmentInfo((TaskId(0, 0),), version=3, draining=True)
+    assert decode_assignment_info(encode_assignment_info(told)).draining is False
+
+
 def test_a_newer_version_is_read_for_its_common_fields() -> None:
     info = SubscriptionInfo("p1", 2, None, 7, {TaskId(0, 1): 42}, version=2, latest_supported=2)
     decoded = decode_subscription_info(encode_subscription_info(info) + b"future fields")
@@ -101,7 +131,7 @@ def test_a_newer_version_is_read_for_its_common_fields() -> None:
         {TaskId(0, 1): 42},
         2,
     )
-    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=4)) + b"\x00" * 9
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=5)) + b"\x00" * 9
     assert decode_assignment_info(later).active == (TaskId(0, 0),)
 
 

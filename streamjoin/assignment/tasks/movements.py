@@ -84,7 +84,7 @@ def stage_movements(
         )
     for task in order:
         budget = _stage_standbys(
-            placement, task, lags[task], swapped.get(task), budget, draining
+            placement, task, lags[task], swapped.get(task), budget, draining=draining
         )
     placement.pending = [_warming_as_standby(move, placement) for move in placement.pending]
     return placement
@@ -104,6 +104,7 @@ def _stage_standbys(
     task_lags: TaskLags,
     swapped_in: str | None,
     budget: int,
+    *,
     draining: frozenset[str],
 ) -> int:
     """Keep the task's standbys on caught-up clients while their targets warm up.

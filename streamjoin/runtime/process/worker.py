@@ -39,6 +39,7 @@ from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
 from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
+from streamjoin.runtime.process.draining import Drain
 from streamjoin.runtime.process.endpoints import (
     WorkerContext,
     WorkerService,
@@ -94,6 +95,8 @@ class Worker:
         self._commits_refused = False
         """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
+        self._draining = asyncio.Event()
+        self.drain: Drain | None = None
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
         self.started = asyncio.Event()
@@ -102,10 +105,15 @@ class Worker:
         self.loop_monitor = LoopMonitor()
         self.services = tuple(services)
 
-    def stop(self) -> None:
-        """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
-        only from the event loop; signal handlers call it)."""
-        self._stopping.set()
+    def stop(self, *, warm: bool = False) -> None:
+        """Ask the worker to finish its batch, commit, leave the group and close; `warm`: hand
+        its active tasks off warm first (draining.py), for `options.drain_timeout_s` at most.
+        A later stop() cuts that short. Thread-safe only from the event loop (signal handlers
+        call it)."""
+        if warm and self.options.drain_timeout_s > 0 and not self._draining.is_set():
+            self._draining.set()
+        else:
+            self._stopping.set()
 
     async def run(self) -> None:
         logger.info("per-record path: %s", build_description())
@@ -246,6 +254,7 @@ class Worker:
             request_rejoin=consumer.request_rejoin,
             max_backoff_s=self.app.settings.probing_rebalance_interval_s,
         )
+        manager.withheld = self.followup.withheld
         self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
         register_metrics(
             self.metrics,
@@ -268,6 +277,10 @@ class Worker:
             self.followup.run(catch_up=self.options.followup_on_catch_up),
             name="follow-up trigger",
         )
+        self.drain = Drain.of_worker(roles, consumer, manager, self.options.drain_timeout_s)
+        draining = asyncio.create_task(
+            self.drain.when_asked(self._draining, self._stopping), name="drain"
+        )
         failed = False
         try:
             await until_failed(self._loop(), watch.run())
@@ -285,6 +298,7 @@ class Worker:
             for service in self.services:
                 await service.stop()  # before the stores it reads close
             followups.cancel()
+            draining.cancel()
             monitor.cancel()
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)

@@ -6,6 +6,11 @@ that had it as a standby meanwhile): both complete a move once caught up.
 Never during a rebalance, and never in a loop: if the group answers a request with the same
 learners again (a learner whose input outruns its restore falls behind before the leader looks),
 the next request waits twice as long, up to the probing interval, and the log says so.
+
+A worker told to run tasks whose partitions the cooperative step still withholds (their old
+owner revokes them now) rejoins at once too, rather than when its next heartbeat hears of the
+old owner's rejoin: that wait was a good part of a moved task's pause. Once per set of such
+tasks, so that a group that withholds them again does not rebalance in a loop.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class FollowupTrigger:
         self._penalised: int | None = None
         """Generation in which the current backoff started."""
         self._probed: int | None = None
+        self._withheld: frozenset[TaskId] = frozenset()
         self.requests = 0
 
     async def run(self, *, catch_up: bool = True) -> None:
@@ -103,6 +109,13 @@ class FollowupTrigger:
             if asked_warmups != warmups:
                 self._backoff = 0.0
         self._ask(f"warm-ups caught up: {', '.join(map(str, sorted(warmups)))}", warmups)
+
+    def withheld(self, tasks: frozenset[TaskId]) -> None:
+        """After an assignment: `tasks` are this worker's now, their partitions still withheld."""
+        if tasks and tasks != self._withheld:
+            self.requests += 1
+            self._request(f"follow-up: {len(tasks)} tasks assigned here wait for their partitions")
+        self._withheld = tasks
 
     def _ask(self, reason: str, warmups: frozenset[TaskId]) -> None:
         self._asked = (self._generation(), warmups)
