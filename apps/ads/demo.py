@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import re
 import sys
 import tempfile
 import time
@@ -26,7 +28,7 @@ from data import AdTraffic, generate_traffic
 from report import Ownership, worker_report
 from traffic import CLICK_WITHIN_S, CLICKS, IMPRESSIONS, console, produce_paced, send_once
 from verify import OUTPUT, OutputLog, collect_output, expected_pairs
-from workers import WorkerProcess
+from workers import APP_DIR, WorkerProcess
 
 from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.security_config import connection_from_environment
@@ -36,7 +38,50 @@ from streamjoin.query.client import QueryClient, QueryFailed
 PARTITIONS = 8
 
 
-async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -> str:
+def _lower_priority() -> None:
+    """An observer yields the CPU to the workers it watches (the demo's run time stays)."""
+    os.nice(10)
+
+
+class StatusSteps:
+    """`streamjoin status --once` at each step of the demo, as a user would type it; each runs
+    beside the demo (it never holds the timeline up) and prints its view whole once done."""
+
+    def __init__(self, bootstrap: str, workers: list[WorkerProcess], start: float) -> None:
+        self.bootstrap, self.workers, self.start = bootstrap, workers, start
+        self.pending: list[asyncio.Task[None]] = []
+
+    def show(self, step: str) -> None:
+        self.pending.append(asyncio.create_task(self._show(step, time.monotonic() - self.start)))
+
+    async def _show(self, step: str, at: float) -> None:
+        # The embedded broker describes groups without their metadata: name the workers.
+        urls = [f"http://127.0.0.1:{w.metrics_port}" for w in self.workers if w.running]
+        args = ["status", "app:joins", "--app-dir", str(APP_DIR), "--bootstrap", self.bootstrap]
+        args += ["--once", *(f"--worker={url}" for url in urls)]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "streamjoin",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "COLUMNS": "150"},  # as wide as the demo's lines, whoever runs it
+            preexec_fn=_lower_priority,
+        )
+        output, _ = await process.communicate()
+        console.print(f"{at:5.1f} s  {step}: $ streamjoin {' '.join(args)}", markup=False)
+        for line in output.decode(errors="replace").splitlines():
+            if line.strip():  # the view's blank separator lines are left out of a log
+                console.print(f"         {line.rstrip()}", markup=False)
+
+    async def wait(self) -> None:
+        await asyncio.gather(*self.pending)
+
+
+async def watch_learners(
+    worker: WorkerProcess, start: float, deadline: float, status: StatusSteps
+) -> str:
     """Show the new worker's learners restoring until it runs tasks; returns how many records
     it still had to restore when it took them over."""
     learning: set[str] = set()
@@ -52,13 +97,17 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
         while time.monotonic() < deadline:
             await asyncio.sleep(0.5)
             samples = await asyncio.to_thread(worker.samples)
+            if samples and not status.pending:
+                status.show("scale-out, worker-3 in the group")
             remaining = samples.get("streamjoin_restore_remaining", {})
             restored = samples.get("streamjoin_restored_total", {})
             for labels, value in remaining.items():
                 if 'standby="true"' not in labels:
                     continue
-                task = labels.split('"')[1]
+                task = re.search(r'task="([^"]+)"', labels).group(1)  # type: ignore[union-attr]
                 if task not in bars:
+                    if not learning:
+                        status.show("learner warm-up")
                     learning.add(task)
                     console.print(f"{time.monotonic() - start:5.1f} s  worker-3 learns {task}")
                     bars[task] = progress.add_task(f"learner {task}", total=None, remaining="?")
@@ -68,6 +117,7 @@ async def watch_learners(worker: WorkerProcess, start: float, deadline: float) -
                 )
             running = samples.get("streamjoin_tasks", {}).get('state="running"', 0)
             if running:
+                status.show("after the follow-up rebalance")
                 handoff = samples.get("streamjoin_restored_before_running", {})
                 console.print(
                     f"{time.monotonic() - start:5.1f} s  worker-3 runs {running:.0f} tasks after "
@@ -137,22 +187,25 @@ async def run(bootstrap: str, impressions: int, rate: float, seed: int, work_dir
         console.print("started worker-1 and worker-2")
         reader = asyncio.create_task(collect_output(bootstrap, PARTITIONS, log, stop_reading))
         start = time.monotonic()
+        status = StatusSteps(bootstrap, workers, start)
         following = asyncio.create_task(ownership.follow(workers, start, stop_reading))
         producing = asyncio.create_task(produce_paced(bootstrap, traffic, rate, start))
         await at(start, 12)
         workers[2].start()
         console.print(f"{time.monotonic() - start:5.1f} s  worker-3 joins (scale-out)")
-        restored_at_handoff = await watch_learners(workers[2], start, deadline=start + 45)
+        restored_at_handoff = await watch_learners(workers[2], start, start + 45, status)
         await at(start, 30)
         left["worker-1"] = time.monotonic() - start
         console.print(f"{left['worker-1']:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
         await query_once(workers, traffic, rate, start)
+        status.show("scale-in, worker-1 gone")
         _, produced_at = await producing
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(log.complete.wait(), 60)
         finished = time.monotonic()
         snapshots = {w.name: w.samples() for w in workers if w.running}
+        await status.wait()
         stop_reading.set()
         await reader
         await following

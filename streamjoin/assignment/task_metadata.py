@@ -13,9 +13,12 @@ AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
     SubscriptionInfo v3: v2, then the member's query URL (nullable)
     AssignmentInfo   v3: v2, then query hosts [(query URL, active tasks, standby tasks)]: where
                          every member with a query URL runs each task (interactive queries)
-    SubscriptionInfo v4: v3, then draining (int16, 1: the member is stopping and hands its tasks
+    SubscriptionInfo v4: v3, then the URL of the member's live status (nullable; GET <url>/status,
+                         read by `streamjoin status`)
+    AssignmentInfo   v4: as v3
+    SubscriptionInfo v5: v4, then draining (int16, 1: the member is stopping and hands its tasks
                          off warm before it leaves)
-    AssignmentInfo   v4: v3, then draining (int16, 1: the leader took the member as draining: its
+    AssignmentInfo   v5: v4, then draining (int16, 1: the leader took the member as draining: its
                          tasks move off it warm, and it may leave once it has none)
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
@@ -44,7 +47,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 4
+LATEST_VERSION = 5
 NO_PROBE = -1
 
 
@@ -68,8 +71,10 @@ class SubscriptionInfo:
     latest_supported: int = LATEST_VERSION
     query_url: str | None = None
     """Where the member answers interactive queries (v3; None: it does not)."""
+    status_url: str | None = None
+    """Where the member serves its live status, `<url>/status` (v4; None: it does not)."""
     draining: bool = False
-    """The member is stopping: no task is placed on it, its tasks move warm (v4)."""
+    """The member is stopping: no task is placed on it, its tasks move warm (v5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +103,7 @@ class AssignmentInfo:
     query_hosts: tuple[QueryHost, ...] = ()
     """Every member's query URL with its tasks (v3; empty from older leaders)."""
     draining: bool = False
-    """The leader took this member as draining (v4; False from older leaders, which do not:
+    """The leader took this member as draining (v5; False from older leaders, which do not:
     then the member leaves at once, as before)."""
 
 
@@ -136,6 +141,8 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
     if info.version >= 3:
         writer.nullable_string(info.query_url)
     if info.version >= 4:
+        writer.nullable_string(info.status_url)
+    if info.version >= 5:
         writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
@@ -155,7 +162,8 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
     sums = dict(reader.array(read_sum))
     lags = dict(reader.array(read_sum))
     query_url = reader.nullable_string() if version >= 3 else None
-    draining = reader.int16() == 1 if version >= 4 else False
+    status_url = reader.nullable_string() if version >= 4 else None
+    draining = reader.int16() == 1 if version >= 5 else False
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
     return SubscriptionInfo(
@@ -169,6 +177,7 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
         version,
         latest,
         query_url,
+        status_url,
         draining,
     )
 
@@ -194,7 +203,7 @@ def encode_assignment_info(info: AssignmentInfo) -> bytes:
             _write_tasks(w, host.standby)
 
         writer.array(sorted(info.query_hosts, key=lambda h: h.url), write_query_host)
-    if info.version >= 4:
+    if info.version >= 5:
         writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
@@ -218,7 +227,7 @@ def decode_assignment_info(data: bytes) -> AssignmentInfo:
         return QueryHost(r.string(), tuple(r.array(_read_task)), tuple(r.array(_read_task)))
 
     query_hosts = tuple(reader.array(read_query_host)) if version >= 3 else ()
-    draining = reader.int16() == 1 if version >= 4 else False
+    draining = reader.int16() == 1 if version >= 5 else False
     return AssignmentInfo(
         active,
         standby,

@@ -44,6 +44,7 @@ _COMMAND_MODULES = (
     "spark.stream",
     "describe",
     "query",
+    "status.command",
 )
 
 _stderr = Console(stderr=True, highlight=False)

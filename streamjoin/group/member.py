@@ -98,6 +98,8 @@ class GroupMember:
         """Protocol of the generation the member is in (None before its first assignment)."""
         self.assignor_name: str | None = None
         self.is_leader = False
+        self.rebalance_started_at = 0.0
+        """time.time() when the latest rebalance began (for the status of rebalances)."""
         self.error: FatalGroupError | None = None
         """Set when the member stopped because it cannot take part in the group."""
         self._rejoin_delay: float | None = (
@@ -267,6 +269,7 @@ class GroupMember:
         """One round: revoke if EAGER, join, lead if chosen, sync, apply the assignment."""
         reason, self._rejoin_reason = self._rejoin_reason, None
         self._group_rebalancing = False
+        self.rebalance_started_at = time.time()
         try:
             revoked = revoke_before_join(self._ownership.partitions, self.protocol)
             if revoked:

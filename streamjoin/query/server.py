@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -25,6 +24,7 @@ import msgspec
 from aiohttp import web
 
 from streamjoin.assignment.task_metadata import AssignmentInfo
+from streamjoin.metrics.server import advertised_url
 from streamjoin.query.paths import (
     DEFAULT_LIMIT,
     DEFAULT_TIMEOUT_S,
@@ -38,7 +38,7 @@ from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.topology.app_topology import AppTopology
 from streamjoin.state.manager import StateManager
 
-__all__ = ("QueryServer", "advertised_url")
+__all__ = ("QueryServer",)
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +46,6 @@ _REPLY_MARGIN_S = 0.25
 """A forwarded request gives up this long before the request's timeout: time to say which
 member did not answer (502) rather than only that the time ran out (504)."""
 _LATENCIES_KEPT = 4096
-
-
-def advertised_url(host: str, port: int) -> str:
-    """The URL other members reach this one at, for a server bound to `host`:`port`."""
-    if host in ("0.0.0.0", "::", ""):
-        host = socket.gethostname()
-    return f"http://{host}:{port}"
 
 
 class QueryServer:

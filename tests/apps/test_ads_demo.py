@@ -37,6 +37,16 @@ def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) ->
     assert expected > 8_000 and present == expected
     assert "worker-3 joins (scale-out)" in done.stdout
     assert "worker-1 leaves (scale-in)" in done.stdout
+    learned = re.findall(r"worker-3 learns (\S+)$", done.stdout, re.M)
+    assert all(re.fullmatch(r"attribute_\d", task) for task in learned), learned
+    # `streamjoin status --once` at each step, its view indented under the command.
+    steps = re.findall(
+        r"^ *[\d.]+ s  ([^:\n]+): \$ streamjoin status app:joins ", done.stdout, re.M
+    )
+    assert steps[0] == "scale-out, worker-3 in the group", output
+    assert steps[-1] == "scale-in, worker-1 gone", output
+    views = re.findall(r"^ {9}group ads  \w+  generation \d+", done.stdout, re.M)
+    assert len(views) == len(steps), output
     # One query of the join's state, answered while the group rebalances after worker-1 left.
     assert re.search(
         r"^ *[\d.]+ s  query attribute-left \S+ via worker-2: [1-9]\d* records?, answered by "

@@ -32,6 +32,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     standby=task_tuples,
     lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
     query_url=st.none() | st.text(max_size=30),
+    status_url=st.none() | st.text(max_size=30),
     draining=st.booleans(),
 )
 def test_subscription_info_round_trip(
@@ -43,6 +44,7 @@ def test_subscription_info_round_trip(
     standby: tuple[TaskId, ...],
     lags: dict[TaskId, int],
     query_url: str | None,
+    status_url: str | None,
     draining: bool,
 ) -> None:
     info = SubscriptionInfo(
@@ -54,6 +56,7 @@ def test_subscription_info_round_trip(
         standby,
         lags,
         query_url=query_url,
+        status_url=status_url,
         draining=draining,
     )
     assert decode_subscription_info(encode_subscription_info(info)) == info
@@ -113,13 +116,20 @@ def test_v2_metadata_carries_no_query_urls_and_stays_readable() -> None:
     assert (decoded.active, decoded.query_hosts) == ((TaskId(0, 0),), ())
 
 
-def test_v3_metadata_carries_no_draining_and_stays_readable() -> None:
-    """A v3 member never drains; a v3 leader reads a v4 member's subscription (and ignores that
+def test_v3_metadata_carries_no_status_url_and_stays_readable() -> None:
+    """A v3 member neither sends a status URL nor fails on reading a v4 member's."""
+    info = SubscriptionInfo("p1", query_url="http://a:1", status_url="http://a:2", version=3)
+    decoded = decode_subscription_info(encode_subscription_info(info))
+    assert (decoded.query_url, decoded.status_url) == ("http://a:1", None)
+
+
+def test_v4_metadata_carries_no_draining_and_stays_readable() -> None:
+    """A v4 member never drains; a v4 leader reads a v5 member's subscription (and ignores that
     it drains: the member then leaves as before, see runtime/process/draining.py)."""
-    info = SubscriptionInfo("p1", query_url="http://a:1", draining=True, version=3)
+    info = SubscriptionInfo("p1", query_url="http://a:1", draining=True, version=4)
     decoded = decode_subscription_info(encode_subscription_info(info))
     assert (decoded.query_url, decoded.draining) == ("http://a:1", False)
-    told = AssignmentInfo((TaskId(0, 0),), version=3, draining=True)
+    told = AssignmentInfo((TaskId(0, 0),), version=4, draining=True)
     assert decode_assignment_info(encode_assignment_info(told)).draining is False
 
 
@@ -131,7 +141,7 @@ def test_a_newer_version_is_read_for_its_common_fields() -> None:
         {TaskId(0, 1): 42},
         2,
     )
-    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=5)) + b"\x00" * 9
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=6)) + b"\x00" * 9
     assert decode_assignment_info(later).active == (TaskId(0, 0),)
 
 

@@ -157,6 +157,19 @@ def test_a_metrics_host_not_of_this_machine_is_refused_before_kafka(tmp_path: Pa
     assert error.startswith("error: --metrics-host 192.0.2.1: cannot listen on 192.0.2.1:9 (")
 
 
+def test_an_advertised_metrics_url_that_cannot_work_is_refused_before_kafka(
+    tmp_path: Path,
+) -> None:
+    command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1")
+    alone = refused([*command, "--advertised-metrics-url", "http://h:1"])
+    assert alone == "error: --advertised-metrics-url needs --metrics-port (no endpoint)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    bare = refused([*command, "--metrics-port", port, "--advertised-metrics-url", "h:1"])
+    assert bare == "error: --advertised-metrics-url 'h:1': give a URL, http://host:port"
+
+
 def test_query_options_that_cannot_work_are_refused_before_kafka(tmp_path: Path) -> None:
     app = write_app(tmp_path, "x")
     with socket.socket() as taken:

@@ -100,6 +100,8 @@ class TaskPartitionAssignor(PartitionAssignor):
         """The generation of `latest`."""
         self.last_plan: TaskAssignment | None = None
         """The leader's last task assignment (for logs and tests)."""
+        self.last_members: Mapping[str, str] = {}
+        """The leader's last assignment: member id -> process id (`streamjoin status`)."""
 
     # -- member side ---------------------------------------------------------------------------
 
@@ -146,6 +148,7 @@ class TaskPartitionAssignor(PartitionAssignor):
     ) -> GroupAssignment:
         tasks = self.tasks(partitions_per_topic)
         infos = {m: self._decode(m, s) for m, s in sorted(subscriptions.items())}
+        self.last_members = {member: info.process_id for member, info in infos.items()}
         members_of: defaultdict[str, list[str]] = defaultdict(list)
         for member, info in infos.items():
             members_of[info.process_id].append(member)

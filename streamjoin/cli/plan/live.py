@@ -22,16 +22,10 @@ from streamjoin.assignment.consumer.sticky.stream_join_user_data import (
 from streamjoin.assignment.model import NO_GENERATION
 from streamjoin.cli.plan.live_tasks import task_group_scenario
 from streamjoin.errors import ConfigurationError, ProtocolDecodeError
-from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
-from streamjoin.kafka.topics import partition_counts
+from streamjoin.kafka.groups import Member, describe_group
 
 __all__ = ("group_scenario", "read_group_scenario")
-
-_NO_ERROR = 0
-
-Member = tuple[str, str, str, bytes, bytes]
-"""DescribeGroups' member: id, client id, client host, metadata, assignment."""
 
 
 def read_group_scenario(
@@ -57,23 +51,10 @@ def read_group_scenario(
         ) from None
 
 
-async def _describe_group(
-    group: str, bootstrap: KafkaTarget
-) -> tuple[str, str, str, Sequence[Member], dict[str, int]]:
-    """The group's state, protocol type, protocol and members, and the partition counts."""
-    async with open_admin(bootstrap) as admin:
-        responses = await admin.describe_consumer_groups([group])
-        topics = await partition_counts(admin)
-    error_code, _, state, protocol_type, protocol, members = responses[0].groups[0][:6]
-    if error_code != _NO_ERROR:
-        raise ConfigurationError(
-            f"the broker refused to describe group {group!r}: error {error_code}"
-        )
-    return state, protocol_type, protocol, members, topics
-
-
 async def _read(group: str, bootstrap: KafkaTarget, *, tasks: bool) -> dict[str, Any]:
-    state, protocol_type, protocol, members, topics = await _describe_group(group, bootstrap)
+    described = await describe_group(group, bootstrap)
+    state, protocol_type, protocol = described.state, described.protocol_type, described.protocol
+    members, topics = described.members, described.topics
     if tasks:
         _check_plannable(group, state=state, protocol_type=protocol_type, members=members)
         return task_group_scenario(group, protocol, members)

@@ -60,6 +60,19 @@ def check_port(option: str, port: int, host: str = "0.0.0.0") -> None:
             raise ConfigurationError(f"{host_option} {host}: {reason}") from None
 
 
+def check_advertised_metrics_url(
+    url: str | None, metrics_port: int | None, supervised: bool
+) -> None:
+    """A URL, and one that something serves: this worker's endpoint, or (a process of
+    `--processes`) its supervisor's."""
+    if url is None:
+        return
+    if metrics_port is None and not supervised:
+        raise ConfigurationError("--advertised-metrics-url needs --metrics-port (no endpoint)")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"--advertised-metrics-url {url!r}: give a URL, http://host:port")
+
+
 async def create_missing_inputs(app: App, bootstrap: KafkaTarget) -> None:
     """Create the app's source topics that do not exist (not the ones it writes itself:
     repartition topics and join outputs), with the partition count the app declares for them

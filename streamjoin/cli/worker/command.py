@@ -17,6 +17,7 @@ from streamjoin.cli import fail
 from streamjoin.cli.kafka_options import run_kafka
 from streamjoin.cli.security_options import NOT_GIVEN, SecurityChoice, security_options
 from streamjoin.cli.worker.checks import (
+    check_advertised_metrics_url,
     check_port,
     check_state_dir,
     create_missing_inputs,
@@ -250,9 +251,18 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         str,
         typer.Option(
             metavar="HOST",
-            help="Address the Prometheus endpoint listens on (0.0.0.0: every interface).",
+            help="Address the Prometheus endpoint listens on (0.0.0.0: every interface); it "
+            "also serves GET /status, which `streamjoin status` reads.",
         ),
     ] = "127.0.0.1",
+    advertised_metrics_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="The URL `streamjoin status` reaches this worker's metrics endpoint at.",
+            show_default="http://<metrics host>:<metrics port>",
+        ),
+    ] = None,
     security: SecurityChoice = NOT_GIVEN,
 ) -> None:
     """Run an app's joins as one member of its worker group.
@@ -279,6 +289,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         commit_interval_s=commit_interval,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        advertised_metrics_url=advertised_metrics_url,
         on_error=None if on_error is None else on_error.value,
         max_future_ms=max_future_ms,
         broker_unavailable_timeout_s=broker_unavailable_timeout,
@@ -313,6 +324,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         check_state_dir(running.state_dir, loaded.app_id)
         if metrics_port is not None:
             check_port("--metrics-port", metrics_port, metrics_host)
+        check_advertised_metrics_url(advertised_metrics_url, metrics_port, supervised is not None)
         if query_port is not None:
             check_port("--query-port", query_port, query_host)
     except StreamJoinError as exc:
@@ -328,6 +340,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
                 app_id=loaded.app_id,
                 metrics_port=metrics_port,
                 metrics_host=metrics_host,
+                advertised_metrics_url=advertised_metrics_url,
                 instance_id=instance_id,
             )
         )

@@ -2,9 +2,10 @@
 
 Parses N, and builds the children's command line from the options the user gave (as the
 command's parser read them, so every option of `worker` passes through, however it was
-spelled), minus those the supervisor handles itself: `--processes`, `--metrics-port` and
-`--metrics-host` (one endpoint for the host), `--create-topics` (done once, before the children
-start) and `--instance-id` (each child gets `<id>-<index>`: static members must differ).
+spelled), minus those the supervisor handles itself: `--processes`, `--metrics-port`,
+`--metrics-host` and `--advertised-metrics-url` (one endpoint for the host, whose URL every
+child advertises), `--create-topics` (done once, before the children start) and `--instance-id`
+(each child gets `<id>-<index>`: static members must differ).
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from streamjoin.runtime.process.supervisor import Supervisor
 __all__ = ("parse_processes", "run_supervised_workers")
 
 _HANDLED_HERE = frozenset(
-    {"processes", "metrics_port", "metrics_host", "create_topics", "instance_id"}
+    {
+        "processes",
+        "metrics_port",
+        "metrics_host",
+        "advertised_metrics_url",
+        "create_topics",
+        "instance_id",
+    }
 )
 _METRICS_DIR = ".metrics"
 """Under `<state_dir>/<app_id>`, where the processes' metrics meet (a dot: not a task's)."""
@@ -50,6 +58,7 @@ def run_supervised_workers(
     app_id: str,
     metrics_port: int | None,
     metrics_host: str,
+    advertised_metrics_url: str | None,
     instance_id: str | None,
 ) -> int:
     """Run `processes` workers under a supervisor; returns the exit status."""
@@ -61,6 +70,7 @@ def run_supervised_workers(
         metrics_host=metrics_host,
         metrics_dir=state_dir / app_id / _METRICS_DIR,
         instance_id=instance_id,
+        advertised_metrics_url=advertised_metrics_url,
     )
     return asyncio.run(supervisor.run())
 

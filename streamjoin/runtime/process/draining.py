@@ -24,7 +24,7 @@ from typing import Self
 
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.member import MemberState
-from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceReason, RebalanceRecorder
 from streamjoin.runtime.tasks.roles import WorkerRoles
 
 __all__ = ("Drain",)
@@ -61,23 +61,25 @@ class Drain:
 
     @classmethod
     def of_worker(
-        cls,
-        roles: WorkerRoles,
-        consumer: CooperativeConsumer,
-        manager: TaskManager,
-        timeout_s: float,
+        cls, recorder: RebalanceRecorder, consumer: CooperativeConsumer, timeout_s: float
     ) -> Self:
-        """The drain of a worker's tasks (its actives, or else the partitions it owns)."""
+        """The drain of a worker's tasks (its actives, or else the partitions it owns), its
+        rebalance asked for as `draining` in its history."""
+        manager = recorder.manager
 
         def leaving() -> None:
             consumer.member.leaving = True
 
+        def request_rejoin(reason: str) -> None:
+            recorder.asked(RebalanceReason.DRAINING)
+            consumer.request_rejoin(reason)
+
         return cls(
-            roles,
+            recorder.roles,
             owned=lambda: len(manager.active) or len(consumer.assignment()),
             stable=lambda: consumer.member.state is MemberState.STABLE,
             generation=lambda: consumer.generation,
-            request_rejoin=consumer.request_rejoin,
+            request_rejoin=request_rejoin,
             leaving=leaving,
             timeout_s=timeout_s,
         )

@@ -13,12 +13,19 @@ from typing import Protocol
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.metrics import MetricsRegistry, MetricsServer
+from streamjoin.metrics.server import StatusSource
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import register_memory_metrics
-from streamjoin.runtime.process.metrics import RestoreTracker, register_worker_metrics
+from streamjoin.runtime.process.metrics import (
+    RestoreTracker,
+    register_rebalance_metrics,
+    register_worker_metrics,
+)
+from streamjoin.runtime.process.options import WorkerOptions
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.topology.app_topology import AppTopology
 from streamjoin.state.manager import StateManager
@@ -63,8 +70,10 @@ def register_metrics(
     *,
     lag: Callable[[], list[tuple[TopicPartition, int]]],
     loop_monitor: LoopMonitor,
+    rebalances: RebalanceRecorder,
 ) -> None:
     register_worker_metrics(metrics, manager, sink, restores, lag)
+    register_rebalance_metrics(metrics, rebalances)
     register_memory_metrics(metrics, state, manager.buffered_bytes)
     metrics.register(
         "event_loop_stalls_total",
@@ -75,11 +84,14 @@ def register_metrics(
 
 
 async def serve_metrics(
-    metrics: MetricsRegistry, port: int | None, host: str
+    metrics: MetricsRegistry, options: WorkerOptions, status: StatusSource, roles: WorkerRoles
 ) -> MetricsServer | None:
-    """The Prometheus endpoint, when asked for."""
-    if port is None:
+    """The Prometheus endpoint with the worker's live status, when asked for; `roles` advertise
+    where the status is (or where `--advertised-metrics-url` says: a supervisor's endpoint)."""
+    roles.status_url = options.advertised_metrics_url
+    if options.metrics_port is None:
         return None
-    server = MetricsServer(metrics, port, host)
+    server = MetricsServer(metrics, options.metrics_port, options.metrics_host, status)
     await server.start()
+    roles.status_url = roles.status_url or server.url
     return server

@@ -9,11 +9,13 @@ from streamjoin.assignment.model import TopicPartition
 from streamjoin.metrics.registry import MetricsRegistry, Sample
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceReason, RebalanceRecorder
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, StateEvent
 
 __all__ = (
     "RestoreTracker",
     "log_summary",
+    "register_rebalance_metrics",
     "register_worker_metrics",
 )
 
@@ -192,6 +194,30 @@ def register_worker_metrics(
                 float(sum(1 for a in manager.active.values() if not a.running)),
             ),
         ],
+    )
+
+
+def register_rebalance_metrics(registry: MetricsRegistry, recorder: RebalanceRecorder) -> None:
+    """Why rebalances happened, and how long the output of the tasks moved here paused."""
+    registry.register(
+        "rebalances_by_reason_total",
+        "counter",
+        "Rebalances this worker took part in, by what it knows of their cause (one rebalance "
+        "may count under several reasons; group: started by another member)",
+        lambda: [((("reason", r.value),), float(recorder.reasons[r])) for r in RebalanceReason],
+    )
+    registry.register(
+        "handoffs_total",
+        "counter",
+        "Tasks that became active on this worker and processed their first record here",
+        lambda: [((), float(recorder.handoffs))],
+    )
+    registry.register(
+        "handoff_pause_seconds_total",
+        "counter",
+        "Seconds the output of those tasks paused, summed: from their old owner's stop to "
+        "their first record here (mean pause: rate of this over rate of handoffs_total)",
+        lambda: [((), recorder.handoff_pause_s)],
     )
 
 

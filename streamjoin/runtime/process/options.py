@@ -26,7 +26,11 @@ class WorkerOptions:
     commit_interval_s: float | None = None
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
-    """Address the Prometheus endpoint listens on (all interfaces by default)."""
+    """Address the Prometheus endpoint listens on (loopback by default)."""
+    advertised_metrics_url: str | None = None
+    """Where `streamjoin status` reaches this worker's endpoint (/metrics, /status), told to
+    the group (default: http://<metrics host>:<metrics port>; a supervised process: its
+    supervisor's endpoint)."""
     on_error: str | None = None
     max_future_ms: int | None = None
     broker_unavailable_timeout_s: float | None = None

@@ -4,8 +4,8 @@ The supervisor passes `STREAMJOIN_SUPERVISED=<its pid>:<index>`. Such a worker s
 leave, close, as on SIGTERM) when its supervisor is gone: the kernel sends it SIGTERM when the
 parent dies (PR_SET_PDEATHSIG, armed by the supervisor before exec on Linux), and a parent-pid
 watch here catches the rest (other systems). When the supervisor serves metrics it also passes
-PROMETHEUS_MULTIPROC_DIR, and the worker mirrors its metrics there every second for the host's
-one endpoint (metrics/multiprocess.py).
+PROMETHEUS_MULTIPROC_DIR, and the worker mirrors its metrics and its status there every
+second for the host's one endpoint (metrics/multiprocess.py, status_files.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Self
 
 from streamjoin.metrics.multiprocess import MIRROR_INTERVAL_S, MULTIPROC_ENV, ProcessMirror
+from streamjoin.runtime.process.status_files import write_status
 from streamjoin.runtime.process.worker import Worker
 
 __all__ = ("SUPERVISED_ENV", "SupervisedChild")
@@ -50,7 +52,8 @@ class SupervisedChild:
         mirror = None
         if MULTIPROC_ENV in os.environ:
             mirror = ProcessMirror(worker.metrics, str(self.index))
-            tasks.append(asyncio.create_task(_mirror_every_second(mirror), name="metrics"))
+            mirroring = self._mirror_every_second(mirror, worker)
+            tasks.append(asyncio.create_task(mirroring, name="metrics"))
         try:
             await worker.run()
         finally:
@@ -61,6 +64,14 @@ class SupervisedChild:
             if mirror is not None:
                 mirror.sync()  # the final figures
 
+    async def _mirror_every_second(self, mirror: ProcessMirror, worker: Worker) -> None:
+        directory = Path(os.environ[MULTIPROC_ENV])
+        while True:
+            await asyncio.sleep(MIRROR_INTERVAL_S)
+            mirror.sync()
+            if worker.status is not None:
+                write_status(directory, self.index, worker.status.document())
+
     async def _watch_parent(self, worker: Worker) -> None:
         while True:
             await asyncio.sleep(_WATCH_INTERVAL_S)
@@ -68,9 +79,3 @@ class SupervisedChild:
                 break
         logger.warning("the supervisor (pid %d) is gone: stopping", self.parent_pid)
         worker.stop()
-
-
-async def _mirror_every_second(mirror: ProcessMirror) -> None:
-    while True:
-        await asyncio.sleep(MIRROR_INTERVAL_S)
-        mirror.sync()

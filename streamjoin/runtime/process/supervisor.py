@@ -17,7 +17,9 @@ process index. All children use the same state directory, hence the same process
   2 (refused: bad settings, missing topics), the rest are stopped and the supervisor exits
   non-zero with one line naming the dead child's last error.
 - `--metrics-port`: one endpoint for the host (on `--metrics-host`, loopback by default) with
-  every child's metrics, through prometheus_client's multiprocess mode (metrics/multiprocess.py).
+  every child's metrics, through prometheus_client's multiprocess mode (metrics/multiprocess.py),
+  and their status in one GET /status (status_files.py); each child advertises its URL to the
+  group (`--advertised-metrics-url`, given or the endpoint's own).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from streamjoin.metrics.multiprocess import (
     prepare_directory,
     process_exited,
 )
+from streamjoin.runtime.process.status_files import forget_status, host_status
 from streamjoin.runtime.process.supervised import SUPERVISED_ENV, SupervisedChild
 
 __all__ = ("RestartPolicy", "Supervisor")
@@ -85,6 +88,7 @@ class Supervisor:
         metrics_dir: Path | None = None,
         policy: RestartPolicy | None = None,
         instance_id: str | None = None,
+        advertised_metrics_url: str | None = None,
         command: Sequence[str] = (sys.executable, "-m", "streamjoin", "worker"),
     ) -> None:
         """`worker_args`: the arguments every child gets after `command`; `metrics_dir`: where
@@ -95,6 +99,7 @@ class Supervisor:
         self.metrics_host = metrics_host
         self._metrics_dir = metrics_dir
         self.instance_id = instance_id
+        self.advertised_metrics_url = advertised_metrics_url
         self.children = [_Child(i) for i in range(processes)]
         self._stopping = asyncio.Event()
         self._deaths: deque[float] = deque()
@@ -122,12 +127,15 @@ class Supervisor:
             self._metrics_dir = prepare_directory(
                 self._metrics_dir or Path(tempfile.mkdtemp(prefix="streamjoin-metrics-"))
             )
+            directory = self._metrics_dir
             server = MetricsServer(
-                host_registry(self._metrics_dir, self.registry),
+                host_registry(directory, self.registry),
                 self.metrics_port,
                 self.metrics_host,
+                status=lambda: host_status(directory),
             )
             await server.start()
+            self.advertised_metrics_url = self.advertised_metrics_url or server.url
         try:
             await asyncio.gather(*(self._keep_running(child) for child in self.children))
         finally:
@@ -214,6 +222,8 @@ class Supervisor:
         args = list(self.command)
         if self.instance_id is not None:
             args += ["--instance-id", f"{self.instance_id}-{child.index}"]
+        if self.advertised_metrics_url is not None:
+            args += ["--advertised-metrics-url", self.advertised_metrics_url]
         child.last_error = ""
         process = await asyncio.create_subprocess_exec(
             *args,
@@ -233,6 +243,7 @@ class Supervisor:
         status = await process.wait()
         if self._metrics_dir is not None:
             process_exited(self._metrics_dir, process.pid)
+            forget_status(self._metrics_dir, child.index)
         return status
 
 

@@ -26,12 +26,10 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
-from streamjoin.assignment.model import TopicPartition
 from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
 from streamjoin.group.errors import CommitFailedError
-from streamjoin.group.member import MemberState
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
@@ -39,7 +37,6 @@ from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
 from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
-from streamjoin.runtime.process.draining import Drain
 from streamjoin.runtime.process.endpoints import (
     WorkerContext,
     WorkerService,
@@ -54,10 +51,12 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.state import task_state, worker_roles
+from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
-from streamjoin.runtime.tasks.followup import FollowupTrigger
+from streamjoin.runtime.process.watch import watch_group
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId, store_specs
 from streamjoin.runtime.topology.topic_check import check_running_topics, check_topics
 from streamjoin.state.changelog_topics import ensure_changelogs
@@ -96,7 +95,6 @@ class Worker:
         """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
         self._draining = asyncio.Event()
-        self.drain: Drain | None = None
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
         self.started = asyncio.Event()
@@ -104,6 +102,8 @@ class Worker:
         self.metrics = MetricsRegistry()
         self.loop_monitor = LoopMonitor()
         self.services = tuple(services)
+        self.status: WorkerStatus | None = None  # its live state (GET /status) once it runs
+        self.last_commit_ms: int | None = None
 
     def stop(self, *, warm: bool = False) -> None:
         """Ask the worker to finish its batch, commit, leave the group and close; `warm`: hand
@@ -238,23 +238,22 @@ class Worker:
             self.app,
             self.options,
             assignor=roles.assignor,
-            listener=manager,
+            listener=(recorder := RebalanceRecorder(manager, roles)),
             isolation_level=self.isolation_level,
         )
         manager.fetch = consumer
         manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
-        self.followup = FollowupTrigger(
-            roles,
-            state,
-            acceptable_recovery_lag=self.app.settings.acceptable_recovery_lag,
-            stable=lambda: consumer.member.state is MemberState.STABLE,
-            generation=lambda: consumer.generation,
-            request_rejoin=consumer.request_rejoin,
-            max_backoff_s=self.app.settings.probing_rebalance_interval_s,
+        self.followup, self.status, self.drain = watch_group(
+            self.app.settings,
+            self.options,
+            recorder,
+            consumer,
+            state=state,
+            restores=restores,
+            last_commit_ms=lambda: self.last_commit_ms,
         )
-        manager.withheld = self.followup.withheld
         self.metrics.clear()  # afresh when exactly-once starts over; servers keep it
         register_metrics(
             self.metrics,
@@ -262,22 +261,23 @@ class Worker:
             sink,
             restores,
             state,
-            lag=self._lag,
+            lag=lambda: input_lags(consumer),
             loop_monitor=self.loop_monitor,
+            rebalances=recorder,
         )
         options = self.options
-        server = await serve_metrics(self.metrics, options.metrics_port, options.metrics_host)
+        server = await serve_metrics(self.metrics, options, self.status.document, roles)
         context = WorkerContext(topology, state, roles, self.metrics, self.global_tables)
         for service in self.services:
             await service.start(context)
         await consumer.start()
         self.started.set()
         monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
+        watching = asyncio.create_task(self.status.run(), name="status")
         followups = asyncio.create_task(
             self.followup.run(catch_up=self.options.followup_on_catch_up),
             name="follow-up trigger",
         )
-        self.drain = Drain.of_worker(roles, consumer, manager, self.options.drain_timeout_s)
         draining = asyncio.create_task(
             self.drain.when_asked(self._draining, self._stopping), name="drain"
         )
@@ -297,9 +297,8 @@ class Worker:
         finally:
             for service in self.services:
                 await service.stop()  # before the stores it reads close
-            followups.cancel()
-            draining.cancel()
-            monitor.cancel()
+            for background in (followups, monitor, watching, draining):
+                background.cancel()
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)
             logger.info("stopping: leaving the group")
@@ -365,13 +364,6 @@ class Worker:
             await self.sink.drain()
         return processed
 
-    def _lag(self) -> list[tuple[TopicPartition, int]]:
-        return [
-            (tp, lag)
-            for tp in sorted(self.consumer.assignment())
-            if (lag := self.consumer.lag(tp)) is not None
-        ]
-
     async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
         """Commit the input offsets of `tasks` (None: every task) once everything their
         processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
@@ -395,6 +387,7 @@ class Worker:
             except CommitFailedError as exc:
                 logger.warning("offsets not committed (they will be reprocessed): %s", exc)
                 return
+            self.last_commit_ms = int(time.time() * 1000)
             self.purger.after_commit(offsets)
 
     async def _commit_held(self, tasks: frozenset[TaskId]) -> None:
@@ -410,3 +403,4 @@ class Worker:
             consumer=self.consumer,
             purger=self.purger,
         )
+        self.last_commit_ms = int(time.time() * 1000)

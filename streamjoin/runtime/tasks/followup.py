@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from streamjoin.runtime.tasks.rebalances import RebalanceReason
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
@@ -43,7 +44,9 @@ class FollowupTrigger:
         request_rejoin: Callable[[str], None],
         max_backoff_s: float,
         interval_s: float = 0.25,
+        asked: Callable[[RebalanceReason], None] = lambda reason: None,
     ) -> None:
+        """`asked(reason)`: told of each request (the worker's history of rebalances)."""
         self._roles = roles
         self._state = state
         self._acceptable = acceptable_recovery_lag
@@ -52,6 +55,7 @@ class FollowupTrigger:
         self._request = request_rejoin
         self._max_backoff = max_backoff_s
         self._interval = interval_s
+        self._told = asked
         self._asked: tuple[int, frozenset[TaskId]] | None = None
         """(generation, warm-ups) of the last request."""
         self._backoff = 0.0
@@ -83,7 +87,9 @@ class FollowupTrigger:
         probe = self._roles.next_probe_ms
         if probe is not None and now_ms >= probe and self._probed != probe:
             self._probed = probe
-            self._ask("probing rebalance: the assignment asked for one", warmups)
+            self._ask(
+                "probing rebalance: the assignment asked for one", warmups, RebalanceReason.PROBING
+            )
             return
         if not catch_up or not warmups or now < self._quiet_until:
             return
@@ -108,16 +114,19 @@ class FollowupTrigger:
                 return
             if asked_warmups != warmups:
                 self._backoff = 0.0
-        self._ask(f"warm-ups caught up: {', '.join(map(str, sorted(warmups)))}", warmups)
+        caught_up = ", ".join(map(str, sorted(warmups)))
+        self._ask(f"warm-ups caught up: {caught_up}", warmups, RebalanceReason.FOLLOW_UP)
 
     def withheld(self, tasks: frozenset[TaskId]) -> None:
         """After an assignment: `tasks` are this worker's now, their partitions still withheld."""
         if tasks and tasks != self._withheld:
             self.requests += 1
+            self._told(RebalanceReason.FOLLOW_UP)
             self._request(f"follow-up: {len(tasks)} tasks assigned here wait for their partitions")
         self._withheld = tasks
 
-    def _ask(self, reason: str, warmups: frozenset[TaskId]) -> None:
+    def _ask(self, text: str, warmups: frozenset[TaskId], reason: RebalanceReason) -> None:
         self._asked = (self._generation(), warmups)
         self.requests += 1
-        self._request(reason)
+        self._told(reason)
+        self._request(text)

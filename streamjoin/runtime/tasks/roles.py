@@ -65,6 +65,8 @@ class WorkerRoles:
         self._endpoint = endpoint
         self.query_url: str | None = None
         """Where this worker answers queries, advertised in its subscription (set once bound)."""
+        self.status_url: str | None = None
+        """Where this worker serves its live status (GET <url>/status), advertised likewise."""
         self._counter = 0
         self.assignor = TaskPartitionAssignor(
             topology.subtopologies(),
@@ -134,6 +136,7 @@ class WorkerRoles:
             tuple(sorted(self.topology.to_assignment(t) for t in self.standby)),
             lags,
             query_url=self.query_url,
+            status_url=self.status_url,
             draining=self.draining,
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -27,6 +28,13 @@ STATE_RECORDS = 600  # impressions per partition before the second worker arrive
 
 
 make_app = learn_app.make_app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class Running:

@@ -4,6 +4,7 @@ its state directory and process id, on a real broker."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -64,6 +65,13 @@ def scrape(port: int) -> str:
         return response.read().decode()
 
 
+def _status_tasks(port: int) -> dict[int, int]:
+    """Active tasks per process, as the host's /status says."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
+        members = json.loads(response.read())["members"]
+    return {m["index"]: sum(t["role"] == "active" for t in m["tasks"].values()) for m in members}
+
+
 def active_tasks(text: str) -> dict[str, int]:
     found = re.findall(r'streamjoin_active_tasks\{process="(\d+)",[^}]*\} (\d+)', text)
     return {process: int(count) for process, count in found}
@@ -87,6 +95,8 @@ async def test_two_processes_of_a_host_share_its_tasks_and_stop_with_the_supervi
             lambda: active_tasks(scrape(port)) == {"0": 2, "1": 2}, 30, "2 tasks per process"
         )
         assert 'streamjoin_process_restarts_total{process="1"} 0.0' in scrape(port)
+        # One /status for the host: both processes, each with its two tasks.
+        await until(lambda: _status_tasks(port) == {0: 2, 1: 2}, 10, "both processes' status")
         if isinstance(broker, KafkaBroker):  # Tansu describes groups without their metadata
             command = ["plan", "--tasks", "--from-group", f"e2e-{unique}"]
             plan = await asyncio.to_thread(
@@ -101,6 +111,28 @@ async def test_two_processes_of_a_host_share_its_tasks_and_stop_with_the_supervi
             process_id = (tmp_path / "state-host" / f"e2e-{unique}" / "process.id").read_text()
             assert [process_id.strip(), "2", "4"] in [row[:3] for row in rows], plan.stdout
             assert sum(row[:1] == ["member"] and row[2:4] == ["1", "2"] for row in rows) == 2
+            status = await asyncio.to_thread(
+                subprocess.run,
+                [
+                    sys.executable,
+                    "-m",
+                    "streamjoin",
+                    "status",
+                    "--group",
+                    f"e2e-{unique}",
+                    "--bootstrap",
+                    broker.bootstrap,
+                    "--format",
+                    "json",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            members = json.loads(status.stdout)["members"]
+            assert {(m["processes"], m["answered"], m["status_url"]) for m in members} == {
+                (2, True, f"http://127.0.0.1:{port}")
+            }, status.stdout
     finally:
         codes = workers.stop_all()
     assert codes == {"host": 0}, workers.logs()

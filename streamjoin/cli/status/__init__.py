@@ -1,0 +1,1 @@
+"""`streamjoin status`: a live view of a worker group."""
