@@ -40,10 +40,15 @@ spark-kafka-jars: $(STAMP)
 kafka-streams-jars: $(STAMP)
 	@$(BIN)/python tests/differential/diff_kafka_streams.py
 
-test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
-	$(BIN)/python -m pytest
+# Two pytest-xdist workers (CI has 2 cores): while one waits on brokers, workers and rebalances,
+# the other computes. Each takes a whole module at a time, the slow modules first (tests/conftest.py).
+# `make test PYTEST_WORKERS=0` runs the suite in one process.
+PYTEST_WORKERS ?= 2
 
-# The README's Docker commands, run for real (docker/e2e.py): a container engine started where one
+test: $(STAMP) kafka-jars spark-kafka-jars kafka-streams-jars
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# docs/docker.md's commands, run for real (docker/e2e.py): a container engine started where one
 # can be (Debian's docker.io with Compose v2), local stand-ins for the two base images where no
 # image registry is reachable; the last line is the demo's `joined: expected=E present=P ...`.
 docker-e2e: $(STAMP) kafka-jars
@@ -54,6 +59,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -1,46 +1,44 @@
-"""Consumer assignor benchmark: streamjoin's sticky and cooperative-sticky against aiokafka's.
+"""Consumer assignor benchmark: streamjoin's sticky and cooperative-sticky against Apache Kafka's
+own (the pinned release's kafka-clients, `make kafka-jars`), measured in the same run.
 
-For groups of 100 members x 10,000 partitions, 300 x 30,000 and 1,000 x 100,000 (10 topics, all
-members subscribed to all), times these steps on the same inputs for every assignor:
+At 1,000 members x 100,000 partitions (10 topics, every member subscribed to all) by default,
+these steps, each given to both on the same input:
   fresh   - nobody owns anything;
-  leave   - one member of the fresh group leaves, the others report what they own;
-  join    - one member joins the fresh group, the others report what they own;
-  rolling - half the members of the fresh group subscribe to an 11th topic (heterogeneous
-            subscriptions: the general algorithm);
-  mixed   - every member of the fresh group keeps 1-6 of the 10 topics, a random subset (the
-            general algorithm with its least-spread and stickiest steps doing real work).
+  leave   - one member leaves, the others report what they own;
+  join    - one member joins, the others report what they own;
+  rolling - (optional) half the members subscribe to an 11th topic: the general algorithm;
+  mixed   - (optional) every member keeps 1-6 of the 10 topics, a random subset.
+What members own is Kafka's fresh assignment of the same group, as generation 1: in user data
+for `sticky` (EAGER), as owned partitions for `cooperative-sticky` (COOPERATIVE), each written
+the way that assignor's own members write it.
 
-`sticky` receives its history as EAGER members send it, in KIP-341 user data (the very bytes
-aiokafka's StickyPartitionAssignor reads); `cooperative-sticky` as COOPERATIVE members send it,
-as owned partitions and generation (consumer protocol v2), and is shown where the group stands
-after the follow-up rebalance. aiokafka's StickyPartitionAssignor, run in the same process on
-the same inputs, is the baseline (skipped above 300 x 30,000, where one step takes about 30 s,
-and for the rolling update above 100 x 10,000). Printed per step: wall and CPU time (CPU time is
-what other processes on a shared machine disturb least) of a warm call (streamjoin's
-assignors run once untimed first: Java's figures are for a warm JVM), peak memory of the
-call (tracemalloc, in a separate run), the smallest and largest assignment, whether it is
-balanced as KIP-54 defines it, and partitions kept and moved against what members owned.
-Java's StickyAssignor, measured on these machines at 1,000 x 100,000 (100 topics), takes
-about 50 ms fresh and 120-150 ms per leave or join once warm.
+Kafka's assignors run in one JVM for the whole run (bench/java/KafkaAssignors.java): per round
+and step, warm-up calls and then timed ones, whose median is Java's warm time. streamjoin's run
+in a fresh Python process per round and step: the first call (cold: what a group leader pays on
+its first rebalance after a restart), then warm calls. Per step the table gives Java's warm
+median, streamjoin's cold and warm medians, the ratios cold / Java and warm / Java (median and
+range over rounds, each round's ratio from that round's figures), partitions kept by each (for
+cooperative-sticky, once the follow-up rebalance has handed over what it withholds) and the
+spread. A second table adds to each call what the leader does next: encode every member's
+assignment for SyncGroup (Kafka's ConsumerProtocol.serializeAssignment, streamjoin's
+encode_assignment), so that an assignment held compactly until it is encoded (see Assignment)
+is charged for what it defers. Times are CPU time, the JVM's whole process (its collector and
+compiler threads count) against the Python process; wall times are printed beside them. On a
+shared machine figures move with the load, which is printed: same-run ratios are what to
+compare.
 
-`--cold` instead times the first call in a fresh process, as a group leader pays it on its first
-rebalance after a restart: per assignor and step (fresh, leave, join) a new Python process
-imports the assignor, reads the group's inputs (prepared by this process, untimed) and times its
-first call, then warm calls (the best of three), next to Java's warm times measured in-JVM
-(Kafka 3.9.1: sticky 53 / 119 / 148 ms, cooperative-sticky 19 / 99 / 95 ms); the goal is a cold
-call within 2x of those. `--repeat N` starts N fresh processes per assignor and step and prints
-the medians, with the load average (on a shared machine the figures move with it).
+Then the churn families (bench/assignor_churn.py): per family and assignor, the steps and
+scenarios in which streamjoin keeps fewer or more partitions than Kafka on the same input, at
+the same spread or a narrower one, and whether its spread is ever wider.
 
-    python bench/assignors.py [--sizes 100x10000,300x30000,1000x100000] [--no-memory]
-    python bench/assignors.py --cold [--sizes 1000x100000] [--repeat 5]
+    python bench/assignors.py [--size 1000x100000] [--rounds 3] [--steps fresh,leave,join]
+                              [--churn-seeds 10] [--no-churn]
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import logging
 import os
 import pickle
 import random
@@ -49,288 +47,279 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+from assignor_churn import FAMILIES, run_scenario, streamjoin_call
+from kafka_assignors import JavaMember, KafkaAssignors
 
-from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
-from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
-from streamjoin.assignment.consumer.sticky.user_data import encode_sticky_user_data
+from streamjoin.assignment.consumer.consumer_protocol import encode_assignment
 from streamjoin.assignment.consumer.summary import is_balanced
-from streamjoin.assignment.model import (
-    NO_GENERATION,
-    Assignment,
-    GroupAssignment,
-    Subscription,
-    TopicPartition,
-)
+from streamjoin.assignment.model import Assignment, TopicPartition
+from streamjoin.errors import StreamJoinError
 
 TOPICS = 10
-AIOKAFKA_LIMIT = 30_000
-"""Largest partition count at which aiokafka's assignor is run."""
-AIOKAFKA_ROLLING_LIMIT = 10_000
-"""The same for the rolling update, on which aiokafka is several times slower still."""
-AIOKAFKA_MIXED_LIMIT = 2_000
-"""The same for mixed subscriptions: at 100 x 10,000 aiokafka took 94 s of CPU (spread 2,
-2,863 kept, against streamjoin's 46 ms, spread 0, 3,270 kept), so the default sizes skip it."""
-AIOKAFKA = "aiokafka sticky"
-ASSIGNORS = ("sticky", "cooperative-sticky", AIOKAFKA)
+ASSIGNORS = ("sticky", "cooperative-sticky")
+STEPS = ("fresh", "leave", "join", "rolling", "mixed")
 
 Owned = dict[str, tuple[TopicPartition, ...]]
-Group = dict[str, tuple[str, ...]]
+Members = dict[str, JavaMember]
 
 
-class Cluster:
-    """The two methods of aiokafka's ClusterMetadata that its sticky assignor calls."""
-
-    def __init__(self, counts: Mapping[str, int]) -> None:
-        self._counts = counts
-
-    def topics(self) -> set[str]:
-        return set(self._counts)
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return set(range(self._counts[topic])) if topic in self._counts else None
-
-
-@dataclass(frozen=True)
-class Contender:
-    """A timed call on prepared inputs, and how to read its result (outside the timing)."""
-
-    call: Callable[[], Any]
-    result: Callable[[Any], Owned]
-    warm_up: bool = True
-    """Run once untimed first, like a warm JVM (caches of TopicPartition objects fill up)."""
-
-
-def contender(name: str, counts: dict[str, int], group: Group, owned: Owned) -> Contender:
-    """Inputs are prepared up front, as each member encodes its own subscription.
-
-    cooperative-sticky's result is its target, where the group stands after the follow-up
-    rebalance, so that balance and movement compare like with like.
-    """
-    if name == AIOKAFKA:
-        members = {
-            m: ConsumerProtocolMemberMetadata(0, list(t), _user_data(owned, m))
-            for m, t in group.items()
+def group(step: str, members: int, partitions: int, owned: Owned) -> tuple[dict[str, int], Members]:
+    """The step's partition counts and members, what they own taken from `owned` (generation 1)."""
+    counts = {f"topic-{i:02d}": partitions // TOPICS for i in range(TOPICS)}
+    names = [f"member-{i:05d}" for i in range(members)]
+    topics: dict[str, tuple[str, ...]] = dict.fromkeys(names, tuple(counts))
+    if step == "leave":
+        del topics[names[0]]
+    elif step == "join":
+        topics["member-new"] = tuple(counts)
+    elif step == "rolling":
+        counts["topic-new"] = partitions // TOPICS
+        topics = {
+            m: (*t, "topic-new") if i % 2 == 0 else t for i, (m, t) in enumerate(topics.items())
         }
-        cluster = Cluster(counts)
-        return Contender(
-            lambda: StickyPartitionAssignor.assign(cluster, members),
-            lambda result: {
-                m: tuple(TopicPartition(t, p) for t, ps in a.assignment for p in ps)
-                for m, a in result.items()
-            },
-            warm_up=False,  # nothing to warm, and a call takes up to a minute
-        )
-    if name == "sticky":
-        sticky = StickyAssignor()
-        subscriptions = {m: Subscription(t, _user_data(owned, m)) for m, t in group.items()}
-        return Contender(lambda: sticky.assign(counts, subscriptions), _partitions)
-    cooperative = CooperativeStickyAssignor()
-    subscriptions = {
-        m: Subscription(t, b"", owned.get(m, ()), 1 if m in owned else NO_GENERATION)
-        for m, t in group.items()
+    elif step == "mixed":
+        subsets = random.Random(members)
+        topics = {
+            m: tuple(sorted(subsets.sample(sorted(counts), subsets.randint(1, 6)))) for m in names
+        }
+    reports = step != "fresh"
+    return counts, {
+        m: JavaMember(t, owned.get(m, ()), 1) if reports and m in owned else JavaMember(t)
+        for m, t in topics.items()
     }
-    return Contender(
-        lambda: cooperative.assign_step(counts, subscriptions),
-        lambda step: _partitions(step.target()),
-    )
 
 
-def _user_data(owned: Owned, member: str) -> bytes:
-    return encode_sticky_user_data(owned[member], 1) if member in owned else b""
+def figures(result: Owned, members: Members, counts: Mapping[str, int]) -> dict[str, Any]:
+    """Partitions kept against what members report owning, the spread, KIP-54 balance."""
+    owners = {tp: m for m, j in members.items() for tp in j.owned}
+    kept = sum(1 for m, parts in result.items() for tp in parts if owners.get(tp) == m)
+    sizes = [len(result.get(m, ())) for m in members]
+    eligible = {m: [t for t in j.topics if counts.get(t)] for m, j in members.items()}
+    balanced = is_balanced({m: Assignment(result.get(m, ())) for m in members}, eligible)
+    return {"kept": kept, "spread": max(sizes) - min(sizes), "balanced": balanced}
 
 
-def _partitions(assignment: GroupAssignment) -> Owned:
-    return {m: a.partitions for m, a in assignment.items()}
+def child(assignor: str, inputs: str, warm: int) -> None:
+    """In a fresh process: the first call and `warm` more, each then encoded for SyncGroup as
+    the leader sends it, with the result's figures, as JSON."""
+    with open(inputs, "rb") as file:
+        counts, members = pickle.load(file)
+    call = streamjoin_call(assignor, counts, members)
+    timings: list[tuple[float, float, float, float]] = []
+    result = None
+    for _ in range(1 + warm):
+        result = None  # the last result is freed outside the timing, as Java's is collected
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = call.run()
+        ran = time.perf_counter(), time.process_time()
+        for given in call.sent(result).values():
+            encode_assignment(given)
+        timings.append(
+            (
+                (ran[0] - wall) * 1000,
+                (ran[1] - cpu) * 1000,
+                (time.perf_counter() - ran[0]) * 1000,
+                (time.process_time() - ran[1]) * 1000,
+            )
+        )
+    owned = call.read(result)
+    print(json.dumps({"cold": timings[0], "warm": timings[1:], **figures(owned, members, counts)}))
+
+
+Times = tuple[float, float, float, float]
+"""Of one call, in ms: assign wall, assign CPU, encode wall, encode CPU (encode: every member's
+assignment encoded for SyncGroup, as the leader sends it)."""
 
 
 @dataclass
-class Measured:
-    result: Owned
-    wall_ms: float
-    cpu_ms: float
-    peak_mib: float | None
+class Row:
+    """One assignor and step over the rounds: per round, Java's warm median, streamjoin's cold
+    call and its warm median."""
+
+    java: list[Times] = field(default_factory=list)
+    cold: list[Times] = field(default_factory=list)
+    warm: list[Times] = field(default_factory=list)
+    kept: tuple[int, int] = (0, 0)
+    spread: tuple[int, int] = (0, 0)
 
 
-def measure(run: Contender, memory: bool) -> Measured:
-    if run.warm_up:
-        run.call()
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    output = run.call()
-    wall_ms = (time.perf_counter() - wall) * 1000
-    cpu_ms = (time.process_time() - cpu) * 1000
-    peak = None
-    if memory:
-        gc.collect()
-        tracemalloc.start()
-        run.call()
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-    return Measured(run.result(output), wall_ms, cpu_ms, peak)
+def _medians(calls: Sequence[Sequence[float]]) -> Times:
+    wall, cpu, encode_wall, encode_cpu = (statistics.median(c[i] for c in calls) for i in range(4))
+    return wall, cpu, encode_wall, encode_cpu
 
 
-def describe(measured: Measured, group: Group, counts: dict[str, int], owned: Owned) -> str:
-    sizes = [len(p) for p in measured.result.values()]
-    owners = {tp: m for m, parts in owned.items() for tp in parts}
-    kept = sum(1 for m, parts in measured.result.items() for tp in parts if owners.get(tp) == m)
-    moved = sum(
-        1 for m, parts in measured.result.items() for tp in parts if owners.get(tp) not in (None, m)
-    )
-    eligible = {m: [t for t in topics if counts.get(t)] for m, topics in group.items()}
-    balanced = is_balanced({m: Assignment(p) for m, p in measured.result.items()}, eligible)
-    peak = f"{measured.peak_mib:7.1f}" if measured.peak_mib is not None else "      -"
-    return (
-        f"{measured.wall_ms:9.1f} {measured.cpu_ms:9.1f} {peak} "
-        f"{min(sizes):5d}/{max(sizes):<5d} {'yes' if balanced else 'NO':>4} {kept:7d} {moved:7d}"
-    )
+def _spread(values: Iterable[float], digits: int = 1) -> str:
+    ordered = sorted(values)
+    median = statistics.median(ordered)
+    return f"{median:.{digits}f} ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})"
 
 
-def steps(members: int, partitions: int) -> list[tuple[str, dict[str, int], Group, Group, bool]]:
-    """(step, partition counts, group before, group now, members report ownership)."""
-    counts = {f"topic-{i:02d}": partitions // TOPICS for i in range(TOPICS)}
-    names = [f"member-{i:05d}" for i in range(members)]
-    everyone = dict.fromkeys(names, tuple(counts))
-    rolling_counts = {**counts, "topic-new": partitions // TOPICS}
-    rolling = {
-        m: (*counts, "topic-new") if i % 2 == 0 else tuple(counts) for i, m in enumerate(names)
-    }
-    subsets = random.Random(members)
-    mixed = {m: tuple(sorted(subsets.sample(sorted(counts), subsets.randint(1, 6)))) for m in names}
-    return [
-        ("fresh", counts, everyone, everyone, False),
-        ("leave", counts, everyone, dict(list(everyone.items())[1:]), True),
-        ("join", counts, everyone, {**everyone, "member-new": tuple(counts)}, True),
-        ("rolling", rolling_counts, everyone, rolling, True),
-        ("mixed", counts, everyone, mixed, True),
-    ]
+def measure(args: argparse.Namespace, java: KafkaAssignors) -> dict[tuple[str, str], Row]:
+    members, partitions = (int(x) for x in args.size.split("x"))
+    steps = args.steps.split(",")
+    fresh_counts, fresh_members = group("fresh", members, partitions, {})
+    rows: dict[tuple[str, str], Row] = {}
+    owned: dict[str, Owned] = {}
+    with tempfile.TemporaryDirectory(prefix="assignors-") as scratch:
+        for round_ in range(args.rounds):
+            print(f"round {round_ + 1}/{args.rounds}, load {_load()}", file=sys.stderr)
+            for assignor in ASSIGNORS:
+                if assignor not in owned:
+                    owned[assignor] = java.assign(assignor, fresh_counts, fresh_members).assignment
+                for step in steps:
+                    counts, group_members = group(step, members, partitions, owned[assignor])
+                    theirs = java.assign(
+                        assignor,
+                        counts,
+                        group_members,
+                        warm_ups=args.java_warm_ups,
+                        timed=args.java_timed,
+                    )
+                    inputs = Path(scratch) / f"{assignor}-{step}.pickle"
+                    inputs.write_bytes(pickle.dumps((counts, group_members)))
+                    command = [sys.executable, __file__, "--child", assignor, str(inputs)]
+                    ours = json.loads(
+                        subprocess.run(
+                            [*command, str(args.warm)], check=True, capture_output=True, text=True
+                        ).stdout
+                    )
+                    row = rows.setdefault((assignor, step), Row())
+                    row.java.append(_medians(theirs.times_ms))
+                    row.cold.append(tuple(ours["cold"]))
+                    row.warm.append(_medians(ours["warm"]))
+                    java_figures = figures(theirs.assignment, group_members, counts)
+                    row.kept = (ours["kept"], java_figures["kept"])
+                    row.spread = (ours["spread"], java_figures["spread"])
+    return rows
 
 
-JAVA_WARM_MS = {
-    ("sticky", "fresh"): 53,
-    ("sticky", "leave"): 119,
-    ("sticky", "join"): 148,
-    ("cooperative-sticky", "fresh"): 19,
-    ("cooperative-sticky", "leave"): 99,
-    ("cooperative-sticky", "join"): 95,
-}
-"""Kafka 3.9.1's Java assignors at 1,000 x 100,000, warm JVM (measured, see the issue)."""
-
-
-def cold_child(name: str, step: str, size: str, inputs: str) -> None:
-    """In a fresh process: the first call and the best of three warm ones, as JSON."""
-    members, partitions = (int(x) for x in size.split("x"))
-    with open(inputs, "rb") as file:
-        pairs: dict[str, list[tuple[str, int]]] = pickle.load(file)
-    _, counts, before, group, reports = next(s for s in steps(members, partitions) if s[0] == step)
-    owned = {
-        m: tuple(TopicPartition(t, p) for t, p in tps)
-        for m, tps in pairs.items()
-        if m in before and reports
-    }
-    run = contender(name, counts, group, owned)
-    timings = []
-    for _ in range(4):
-        wall, cpu = time.perf_counter(), time.process_time()
-        run.call()
-        timings.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
-    warm = min(timings[1:], key=lambda t: t[1])
-    print(json.dumps({"cold": timings[0], "warm": warm}))
-
-
-def cold(sizes: str, repeat: int) -> None:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{os.cpu_count()} CPUs, load average {load}; medians of {repeat} fresh process(es)")
+def report(rows: Mapping[tuple[str, str], Row], args: argparse.Namespace) -> None:
     print(
-        f"{'members x partitions':>22} {'step':<6} {'assignor':<19} "
-        f"{'cold wall/cpu ms':>17} {'warm wall/cpu ms':>17} {'Java warm':>9} {'cold cpu/Java':>13}"
+        f"\n{args.size.replace('x', ' members x ')} partitions, {args.rounds} round(s), "
+        f"Kafka {args.kafka_version} in one JVM ({args.java_warm_ups} warm-up + "
+        f"{args.java_timed} timed calls per step and round), streamjoin in a fresh process per "
+        f"step and round (cold call + {args.warm} warm). CPU ms, median (range over rounds); "
+        f"load {_load()}"
     )
-    for size in sizes.split(","):
-        members, partitions = (int(x) for x in size.split("x"))
-        for name in ASSIGNORS[:2]:
-            _, counts, _, group, _ = steps(members, partitions)[0]
-            fresh = measure(contender(name, counts, group, {}), memory=False).result
-            with tempfile.NamedTemporaryFile(suffix=".pickle") as inputs:
-                pairs = {m: [(tp.topic, tp.partition) for tp in tps] for m, tps in fresh.items()}
-                pickle.dump(pairs, inputs)
-                inputs.flush()
-                for step in ("fresh", "leave", "join"):
-                    child = [sys.executable, __file__, "--cold-child", name, step, size]
-                    runs = [
-                        json.loads(
-                            subprocess.run(
-                                [*child, inputs.name], check=True, capture_output=True, text=True
-                            ).stdout
-                        )
-                        for _ in range(repeat)
-                    ]
-                    cold_wall, cold_cpu, warm_wall, warm_cpu = (
-                        statistics.median(run[when][i] for run in runs)
-                        for when in ("cold", "warm")
-                        for i in (0, 1)
-                    )
-                    java = JAVA_WARM_MS.get((name, step)) if size == "1000x100000" else None
-                    ratio = f"{cold_cpu / java:12.1f}x" if java else f"{'-':>13}"
-                    print(
-                        f"{members:>10,} x {partitions:<9,} {step:<6} {name:<19} "
-                        f"{cold_wall:8.1f}/{cold_cpu:<8.1f} {warm_wall:8.1f}/{warm_cpu:<8.1f} "
-                        f"{java or '-':>9} {ratio}"
-                    )
+    _table(rows, "assign", lambda t: t[1])
+    _table(rows, "assign + encode for SyncGroup", lambda t: t[1] + t[3])
+    print("wall ms, median: Java warm / streamjoin cold / streamjoin warm (assign only)")
+    for (assignor, step), row in rows.items():
+        java, cold, warm = (
+            statistics.median(t[0] for t in ts) for ts in (row.java, row.cold, row.warm)
+        )
+        print(f"{assignor:<19} {step:<7} {java:9.1f} / {cold:9.1f} / {warm:9.1f}")
+
+
+def _table(rows: Mapping[tuple[str, str], Row], what: str, cpu: Callable[[Times], float]) -> None:
+    print(f"\n{what}:")
+    print(
+        f"{'assignor':<19} {'step':<7} {'Java warm':>19} {'streamjoin cold':>19} "
+        f"{'streamjoin warm':>19} {'cold/Java':>17} {'warm/Java':>17} {'kept ours/Java':>17} "
+        f"{'spread':>6}"
+    )
+    for (assignor, step), row in rows.items():
+        java = [cpu(t) for t in row.java]
+        cold = [cpu(t) for t in row.cold]
+        warm = [cpu(t) for t in row.warm]
+        print(
+            f"{assignor:<19} {step:<7} {_spread(java):>19} {_spread(cold):>19} {_spread(warm):>19} "
+            f"{_spread((c / j for c, j in zip(cold, java, strict=True)), 2):>17} "
+            f"{_spread((w / j for w, j in zip(warm, java, strict=True)), 2):>17} "
+            f"{row.kept[0]:>8}/{row.kept[1]:<8} {row.spread[0]:>2}/{row.spread[1]:<2}"
+        )
+
+
+def churn(java: KafkaAssignors, seeds: int) -> None:
+    """Per family and assignor, steps compared: kept fewer / more partitions than Kafka, at
+    the same spread or a narrower one (more balanced), and spreads wider than Kafka's."""
+    print(
+        f"\nchurn families, {seeds} seeds each, both drivers (each scenario's groups follow "
+        "streamjoin's assignments, then Kafka's); per step both assign the same input.\n"
+        "Steps in which streamjoin keeps fewer: at the same spread (goal 0), or at a narrower "
+        "one (more balanced than Kafka; no assignment that balanced keeps as much)."
+    )
+    print(
+        f"{'family':<11} {'assignor':<19} {'scenarios':>9} {'steps':>5} {'kept ours/Java':>15} "
+        f"{'fewer same':>10} {'fewer narrower':>14} {'more':>5} {'narrower':>8} {'wider':>5} "
+        f"{'unbalanced':>10}"
+    )
+    scenarios = 0
+    worse: dict[str, set[tuple[str, str, int, str]]] = {
+        "fewer same": set(),
+        "fewer narrower": set(),
+    }
+    for family in FAMILIES:
+        for assignor in ASSIGNORS:
+            count: Counter[str] = Counter()
+            for seed in range(seeds):
+                for driver in ("streamjoin", "kafka"):
+                    scenarios += 1
+                    for step in run_scenario(family, seed, assignor, java, driver=driver):
+                        (ours, theirs), (our_spread, their_spread) = step.kept, step.spread
+                        count["steps"] += 1
+                        count["ours"] += ours
+                        count["theirs"] += theirs
+                        if ours < theirs:
+                            kind = "fewer same" if our_spread >= their_spread else "fewer narrower"
+                            count[kind] += 1
+                            worse[kind].add((family, assignor, seed, driver))
+                        count["more"] += ours > theirs
+                        count["narrower"] += our_spread < their_spread
+                        count["wider"] += our_spread > their_spread
+                        count["unbalanced"] += not step.balanced[0]
+            print(
+                f"{family:<11} {assignor:<19} {2 * seeds:>9} {count['steps']:>5} "
+                f"{count['ours']:>7}/{count['theirs']:<7} {count['fewer same']:>10} "
+                f"{count['fewer narrower']:>14} {count['more']:>5} {count['narrower']:>8} "
+                f"{count['wider']:>5} {count['unbalanced']:>10}"
+            )
+    print(
+        f"scenarios with a step that keeps fewer: at the same spread {len(worse['fewer same'])}, "
+        f"at a narrower one {len(worse['fewer narrower'])}, of {scenarios}"
+    )
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=None, help="default: 100x10000,300x30000,1000x100000")
-    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
-    parser.add_argument("--cold", action="store_true", help="first calls in fresh processes")
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="--cold: fresh processes per assignor and step"
-    )
-    parser.add_argument("--cold-child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--size", default="1000x100000", help="members x partitions")
+    parser.add_argument("--steps", default="fresh,leave,join", help=f"of {','.join(STEPS)}")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm", type=int, default=5, help="streamjoin's warm calls per process")
+    parser.add_argument("--java-warm-ups", type=int, default=10)
+    parser.add_argument("--java-timed", type=int, default=5)
+    parser.add_argument("--churn-seeds", type=int, default=10)
+    parser.add_argument("--no-churn", action="store_true")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.cold_child:
-        cold_child(*args.cold_child)
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]))
         return
-    if args.cold:
-        cold(args.sizes or "1000x100000", max(args.repeat, 1))
-        return
-    args.sizes = args.sizes or "100x10000,300x30000,1000x100000"
-    logging.disable(logging.WARNING)  # aiokafka logs every assignment step at INFO
-    print(
-        f"{'members x partitions':>22} {'step':<8} {'assignor':<19} {'wall ms':>9} {'cpu ms':>9} "
-        f"{'peak MiB':>7} {'min/max':>11} {'bal':>4} {'kept':>7} {'moved':>7}"
-    )
-    for size in args.sizes.split(","):
-        members, partitions = (int(x) for x in size.split("x"))
-        label = f"{members:,} x {partitions:,}"
-        fresh: dict[str, Owned] = {}
-        for step, counts, before, group, reports in steps(members, partitions):
-            cpu: dict[str, float] = {}
-            for name in ASSIGNORS:
-                limit = {"rolling": AIOKAFKA_ROLLING_LIMIT, "mixed": AIOKAFKA_MIXED_LIMIT}.get(
-                    step, AIOKAFKA_LIMIT
-                )
-                if name == AIOKAFKA and partitions > limit:
-                    continue
-                owned = {m: p for m, p in fresh.get(name, {}).items() if m in before and reports}
-                measured = measure(contender(name, counts, group, owned), not args.no_memory)
-                if step == "fresh":
-                    fresh[name] = measured.result
-                cpu[name] = measured.cpu_ms
-                print(
-                    f"{label:>22} {step:<8} {name:<19} {describe(measured, group, counts, owned)}"
-                )
-            if AIOKAFKA in cpu:
-                ratios = ", ".join(
-                    f"{name} {cpu[AIOKAFKA] / max(cpu[name], 1e-3):.0f}x" for name in ASSIGNORS[:2]
-                )
-                print(f"{'':>22} {'':<8} faster than aiokafka (CPU time): {ratios}")
+    unknown = set(args.steps.split(",")) - set(STEPS)
+    if unknown:
+        parser.error(
+            f"unknown step(s) {', '.join(sorted(unknown))}: choose from {', '.join(STEPS)}"
+        )
+    print(f"{os.cpu_count()} CPUs, load average {_load()} (figures under load are indicative)")
+    try:
+        java = KafkaAssignors()
+    except (RuntimeError, StreamJoinError) as exc:  # no JDK, or no `make kafka-jars` yet
+        parser.exit(2, f"error: {exc}\n")
+    with java:
+        args.kafka_version = java.version
+        report(measure(args, java), args)
+        if not args.no_churn:
+            churn(java, args.churn_seeds)
 
 
 if __name__ == "__main__":

@@ -146,11 +146,14 @@ def spark_leg(bootstrap: str, records: int) -> tuple[int, float, int]:
     with peak_rss(os.getpid()) as peak, spark_session("local[2]") as spark:
         spark.range(1).count()
         print(f"spark   session up in {time.monotonic() - started:.1f} s")
-        for spec in (app.get_join("attribute"), fields_app.get_join("attribute_fields")):
+        for owner, spec in (
+            (app, app.get_join("attribute")),
+            (fields_app, fields_app.get_join("attribute_fields")),
+        ):
             with tempfile.TemporaryDirectory() as out:
                 t0 = time.monotonic()
-                job = backfill(spark, spec, Sources(bootstrap))
-                job.records.write.parquet(f"{out}/result")
+                job = backfill(spark, owner, [spec], Sources(bootstrap))
+                job.records(spec).write.parquet(f"{out}/result")
                 elapsed = time.monotonic() - t0
                 count = spark.read.parquet(f"{out}/result").count()
             label = "python joiner" if spec.name == "attribute" else "field mapping"

@@ -117,6 +117,14 @@ class RunnerProcess:
                 in_session = line["restored"]
         return total + in_session - (at_start if at_start is not None else total + in_session)
 
+    async def kill(self) -> None:
+        """SIGKILL: no commit, no leaving the group (a crash)."""
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+            await self._process.wait()
+        if self._reader is not None:
+            await self._reader
+
     async def stop(self) -> None:
         """SIGTERM (commit, leave the group), SIGKILL if that takes longer than 30 s."""
         if self._process is not None:

@@ -1,5 +1,8 @@
-"""Soak: two workers of the ad join under steady traffic on the embedded broker, each worker's
-resident memory sampled from outside every --sample-every seconds, for --minutes.
+"""Soak: two workers of the ad join under steady traffic on a local broker (--broker: the
+embedded Tansu, or Apache Kafka), each worker's resident memory sampled from outside every
+--sample-every seconds, for --minutes. With --kill-every, one worker (each in turn) is killed
+with SIGKILL that often and started again at once on its state directory, as a supervisor
+would: the report then says whether anything was lost through the crashes.
 
 For each mode, in the same run and one after the other:
   bounded     the worker's memory budget (--memory, default the app's 256 MiB);
@@ -14,6 +17,7 @@ the workers' late records and longest loop stalls are printed beside it), or not
     python bench/soak.py                        # 30 minutes per mode, 4 tasks per worker
     python bench/soak.py --minutes 2 --sample-every 10
     python bench/soak.py --partitions 32        # 16 tasks per worker (4x)
+    python bench/soak.py --broker kafka --modes bounded --minutes 60 --kill-every 300
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from ads_join import Click, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from runner_process import RunnerProcess, settled, until
 from scale_out_traffic import impression
+from soak_crew import Crew, group_lag, until_drained
 
-from streamjoin.broker import EmbeddedBroker
+from streamjoin.broker import BROKER_KINDS, local_broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.kafka.watermarks import log_bounds
 
@@ -64,6 +69,7 @@ class Result:
     assignments: int
     longest_stall_s: float
     missing_sample: list[str]
+    kills: int
 
 
 def rss_bytes(pid: int) -> int:
@@ -72,11 +78,6 @@ def rss_bytes(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Traffic:
@@ -157,8 +158,42 @@ def sample(sizes: list[int], workers: list[RunnerProcess], behind: int) -> str:
     return f"RSS MiB: {rss} (budget counts {counted}); {behind} records behind"
 
 
-def records_in(workers: list[RunnerProcess]) -> int:
-    return sum(w.latest.records_in for w in workers if w.latest is not None)
+async def sample_until(
+    crew: Crew,
+    traffic: Traffic,
+    args: argparse.Namespace,
+    *,
+    label: str,
+    work: Path,
+    t0: float,
+    in_before: int,
+) -> tuple[list[tuple[float, list[int]]], int]:
+    """For --minutes from `t0`: the workers' RSS every --sample-every s, a worker killed and
+    started again every --kill-every s; returns the RSS samples and the largest lag seen."""
+    rss: list[tuple[float, list[int]]] = []
+    max_lag = 0
+    next_sample = t0
+    next_kill = t0 + args.kill_every if args.kill_every else float("inf")
+    while (now := time.monotonic()) < t0 + args.minutes * 60:
+        behind = 2 * traffic.sent - (crew.records_in() - in_before)
+        max_lag = max(max_lag, behind)
+        if now >= next_kill:
+            await crew.kill_one(work)
+            print(f"{label} {now - t0:6.0f} s  SIGKILL #{crew.kills}", flush=True)
+            next_kill += args.kill_every
+        if now >= next_sample:
+            rss.append((now - t0, [rss_bytes(pid) for pid in crew.pids]))
+            print(
+                f"{label} {now - t0:6.0f} s  {sample(rss[-1][1], crew.workers, behind)}", flush=True
+            )
+            next_sample += args.sample_every
+        await asyncio.sleep(0.5)
+    return rss, max_lag
+
+
+def keep_logs(work: Path, mode: str, into: Path) -> None:
+    for log in work.glob(f"{mode}-*.log"):
+        shutil.copy(log, into / log.name)
 
 
 async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Path) -> Result:
@@ -166,71 +201,62 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
     imp, clk, out = topic_names(prefix)
     await ensure_topics(bootstrap, [TopicSpec(t, args.partitions) for t in (imp, clk, out)])
     memory = ["--memory", args.memory] if args.memory and mode == "bounded" else []
-    workers = [
-        RunnerProcess(
-            f"{mode}-{i}",
-            [
-                prefix,
-                "--bootstrap",
-                bootstrap,
-                "--state-dir",
-                str(work / f"{mode}-{i}"),
-                "--report-every",
-                "1",
-                *memory,
-                *MODES[mode],
-            ],
-            work / f"{mode}-{i}.log",
-        )
-        for i in (1, 2)
-    ]
+    crew = Crew(
+        [
+            RunnerProcess(
+                f"{mode}-{i}",
+                [
+                    prefix,
+                    "--bootstrap",
+                    bootstrap,
+                    "--state-dir",
+                    str(work / f"{mode}-{i}"),
+                    "--report-every",
+                    "1",
+                    *memory,
+                    *MODES[mode],
+                ],
+                work / f"{mode}-{i}.log",
+            )
+            for i in (1, 2)
+        ]
+    )
     traffic = Traffic(bootstrap, prefix, args.pairs_per_s)
     stop = asyncio.Event()
     try:
         started = time.time()
-        for worker in workers:
+        for worker in crew.workers:
             await worker.start()
-        await until(lambda: settled(workers, args.partitions, started), 120, "tasks spread")
-        pids = [w.pid for w in workers]
-        cpu_before = [cpu_seconds(pid) for pid in pids]
-        in_before, t0 = records_in(workers), time.monotonic()
+        await until(lambda: settled(crew.workers, args.partitions, started), 120, "tasks spread")
+        cpu_before = crew.cpu_s()
+        in_before, t0 = crew.records_in(), time.monotonic()
         producing = asyncio.create_task(traffic.run(stop))
-        rss: list[tuple[float, list[int]]] = []
-        max_lag = 0
-        end = t0 + args.minutes * 60
-        next_sample = t0
-        while time.monotonic() < end:
-            now = time.monotonic()
-            max_lag = max(max_lag, 2 * traffic.sent - (records_in(workers) - in_before))
-            if now >= next_sample:
-                rss.append((now - t0, [rss_bytes(pid) for pid in pids]))
-                behind = 2 * traffic.sent - (records_in(workers) - in_before)
-                print(
-                    f"[{mode}] {now - t0:6.0f} s  {sample(rss[-1][1], workers, behind)}", flush=True
-                )
-                next_sample += args.sample_every
-            await asyncio.sleep(0.5)
+        rss, max_lag = await sample_until(
+            crew, traffic, args, label=f"[{mode}]", work=work, t0=t0, in_before=in_before
+        )
         stop.set()
         await producing
         elapsed = time.monotonic() - t0
-        processed = records_in(workers) - in_before
+        processed = crew.records_in() - in_before
         lag_at_stop = 2 * traffic.sent - processed
-        cpu = sum(cpu_seconds(pid) for pid in pids) - sum(cpu_before)
+        cpu = crew.cpu_s() - cpu_before
+        # Drained once the group's commits reach the inputs' ends (the workers' own counts
+        # cannot tell: records reprocessed after a kill count twice).
         try:
-            await until(lambda: records_in(workers) - in_before >= 2 * traffic.sent, 60, "drained")
+            await until_drained(
+                lambda: group_lag(bootstrap, prefix, [imp, clk], args.partitions), 180
+            )
         except TimeoutError as error:
-            left = 2 * traffic.sent - (records_in(workers) - in_before)
-            print(f"[{mode}] {error}: {left} records not processed (their pairs count as missing)")
+            print(f"[{mode}] {error}: their pairs count as missing")
         await asyncio.sleep(10)  # a commit interval and more: outputs flushed
     finally:
         stop.set()
-        await asyncio.gather(*(w.stop() for w in workers))
+        await crew.stop()
         if args.keep_logs:
-            for worker in workers:
-                shutil.copy(worker.log, Path(args.keep_logs) / worker.log.name)
+            keep_logs(work, mode, Path(args.keep_logs))
     pairs, unclicked = await read_pairs(bootstrap, out, args.partitions)
     missing = [key for n in range(traffic.sent) if (key := f"{prefix}-{n:09d}") not in pairs]
-    history = [s for w in workers for s in w.history if s.t >= started]
+    history = [s for s in crew.history() if s.t >= started]
     return Result(
         mode,
         rss,
@@ -244,10 +270,11 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         missing=len(missing),
         missing_unclicked=sum(1 for key in missing if key in unclicked),
         repeated=sum(pairs.values()) - len(pairs),
-        late=sum(w.latest.late for w in workers if w.latest is not None),
-        assignments=sum(w.latest.assignments for w in workers if w.latest is not None),
+        late=crew.late(),
+        assignments=crew.assignments(),
         longest_stall_s=max((s.stall for s in history), default=0.0),
         missing_sample=missing[:5] + missing[-5:] if len(missing) > 10 else missing,
+        kills=crew.kills,
     )
 
 
@@ -279,7 +306,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"{'':<10} missing: {r.missing_unclicked} came out unclicked, "
             f"{r.missing - r.missing_unclicked} not at all; {r.undelivered} records undelivered; "
             f"late records {r.late}; assignments {r.assignments}; longest loop stall "
-            f"{r.longest_stall_s:.1f} s"
+            f"{r.longest_stall_s:.1f} s; workers killed (SIGKILL) {r.kills}"
             + (f"; missing e.g. {', '.join(r.missing_sample)}" if r.missing_sample else "")
         )
     by_mode = {r.mode: r for r in results}
@@ -289,13 +316,19 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory(prefix="soak-") as work, EmbeddedBroker() as broker:
-        print(f"embedded broker {broker.bootstrap}, cpus={os.cpu_count()}")
+    with tempfile.TemporaryDirectory(prefix="soak-") as work, local_broker(args.broker) as broker:
+        print(f"{broker.name} at {broker.bootstrap}, cpus={os.cpu_count()}, load {load()}")
         results = [
             await run_mode(mode, broker.bootstrap, args, Path(work))
             for mode in args.modes.split(",")
         ]
     report(results, args)
+    print(f"load at the end {load()}")
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min): figures measured under load are indicative only."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":
@@ -309,4 +342,11 @@ if __name__ == "__main__":
     parser.add_argument("--memory", help="budget of the bounded mode (default the app's)")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--keep-logs", help="copy the workers' logs into this directory")
+    parser.add_argument("--broker", choices=BROKER_KINDS, default="tansu")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=0.0,
+        help="seconds between SIGKILLs of a worker (each in turn, started again at once); 0: none",
+    )
     asyncio.run(main(parser.parse_args()))

@@ -56,8 +56,8 @@ class Leg:
         return max(self.peaks)
 
 
-def _stream_round(
-    spark: Any, spec: Any, source: Any, out: str, records: int, *, leg: Leg
+def _stream_round(  # noqa: PLR0917 - one round's session, join, source, place and size
+    spark: Any, app: Any, spec: Any, source: Any, out: str, records: int, *, leg: Leg
 ) -> tuple[int, list[Any]]:
     """One spark-stream run over a fresh checkpoint: (rows written, progress reports)."""
     from streamjoin.spark.streaming import StreamTarget, Trigger, start_stream
@@ -65,7 +65,7 @@ def _stream_round(
     with peak_rss(os.getpid()) as peak:
         t0 = time.monotonic()
         target = StreamTarget(f"{out}/checkpoint", f"{out}/stream")
-        query = start_stream(spark, spec, source, target, Trigger(available_now=True))
+        query = start_stream(spark, app, spec, source, target, Trigger(available_now=True))
         query.awaitTermination()
         seconds = time.monotonic() - t0
     leg.seconds.append(seconds)
@@ -81,13 +81,15 @@ def _stream_round(
     return count, progress
 
 
-def _batch_round(spark: Any, spec: Any, bootstrap: str, out: str, records: int, *, leg: Leg) -> int:
+def _batch_round(  # noqa: PLR0917 - one round's session, join, source, place and size
+    spark: Any, app: Any, spec: Any, bootstrap: str, out: str, records: int, *, leg: Leg
+) -> int:
     from streamjoin.spark.backfill import backfill
     from streamjoin.spark.inputs import Sources
 
     with peak_rss(os.getpid()) as peak:
         t0 = time.monotonic()
-        backfill(spark, spec, Sources(bootstrap)).records.write.parquet(f"{out}/batch")
+        backfill(spark, app, [spec], Sources(bootstrap)).records(spec).write.parquet(f"{out}/batch")
         seconds = time.monotonic() - t0
     leg.seconds.append(seconds)
     leg.peaks.append(peak[0])
@@ -145,7 +147,7 @@ def spark_legs(
             timed = round_ >= warmup
             with tempfile.TemporaryDirectory() as out:
                 stream_count, progress = _stream_round(
-                    spark, spec, source, out, records, leg=stream if timed else Leg()
+                    spark, app, spec, source, out, records, leg=stream if timed else Leg()
                 )
                 print(f"        micro-batch time: {_durations(progress)}")
                 # The stopped query's state (600k rows at 300k records) would stay loaded
@@ -153,7 +155,7 @@ def spark_legs(
                 # driver, rounds that follow at once ran out of heap on a quiet machine.
                 unload_state_stores(spark)
                 batch_count = _batch_round(
-                    spark, spec, bootstrap, out, records, leg=batch if timed else Leg()
+                    spark, app, spec, bootstrap, out, records, leg=batch if timed else Leg()
                 )
             if stream_count != batch_count:
                 print(f"DIFFERENT COUNTS: stream {stream_count}, batch {batch_count}")
@@ -185,7 +187,7 @@ def main() -> None:
 
     spec = app.get_join("attribute")
     # Spark's connector plans with ListOffsets, which the embedded broker answers wrongly after
-    # batched produces (README, "The embedded broker"): the connector leg needs Apache Kafka.
+    # batched produces (docs/broker-facts.md): the connector leg needs Apache Kafka.
     official = args.kafka_source == "kafka"
     with KafkaBroker() if official else EmbeddedBroker() as broker:
         topics = [*spec.input_topics, spec.into.name]

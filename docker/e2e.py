@@ -1,9 +1,9 @@
-"""`make docker-e2e`: the README's Docker commands (`COMMANDS`), run for real, and the demo's
+"""`make docker-e2e`: docs/docker.md's commands (`COMMANDS`), run for real, and the demo's
 pairs checked.
 
 1. A container engine (engine.py: found, or Debian's docker.io with Compose v2 installed and
    started) and the two base images (standins.py: one line says when they are local stand-ins).
-2. The README's commands, from the repository's root: Kafka, the topics, two workers and the
+2. The page's commands, from the repository's root: Kafka, the topics, two workers and the
    traffic; the host's `streamjoin consume` reading the output; three workers, then two, while
    the traffic flows (only the workers: the one-shot services must not run again); the first
    command again (the one-shot services run again and add nothing); more traffic with another
@@ -63,10 +63,10 @@ COMMANDS = {
     ),
     "down": f"{COMPOSE} down --volumes",
 }
-"""The README's commands ("Real Kafka with Docker"), in the order it gives them."""
+"""docs/docker.md's commands, in the order it gives them."""
 
 SEEDS, IMPRESSIONS_PER_RUN = (7, 8), 40_000
-"""The traffic service's seed (the demo's default) and the README's second run; its size."""
+"""The traffic service's seed (the demo's default) and the page's second run; its size."""
 ONE_SHOT = ("topics", "traffic")
 RESTORED = re.compile(r"task \S+ restored (\d+) records")
 WAIT_S = 300.0
@@ -160,7 +160,7 @@ def restores(work: Path) -> str:
 
 
 class Reader:
-    """The README's `streamjoin consume` in the background: the values it prints, and the
+    """The page's `streamjoin consume` in the background: the values it prints, and the
     auctions joined to their click, as they come."""
 
     def __init__(self, command: str, env: Mapping[str, str], log: Path) -> None:
@@ -222,7 +222,7 @@ class Run:
         print(f"{time.monotonic() - self.started:5.0f} s  {text}", flush=True)
 
     def command(self, name: str, *, timeout: float = WAIT_S) -> str:
-        """Run one of the README's commands; its output goes to the log (and is returned)."""
+        """Run one of the page's commands; its output goes to the log (and is returned)."""
         self.say(f"$ {COMMANDS[name]}")
         self.log.write(f"\n$ {COMMANDS[name]}\n")
         self.log.flush()
@@ -277,7 +277,7 @@ def _workers() -> int:
 
 
 def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
-    """The README's commands and the checks: the output's verdict (None if nothing was read)
+    """The page's commands and the checks: the output's verdict (None if nothing was read)
     and the problems found (a failed command or wait, losses, wrong records)."""
     first, second = (live_traffic(IMPRESSIONS_PER_RUN, seed) for seed in SEEDS)
     run.command("down")  # a clean start: no data of an earlier run

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -22,6 +25,13 @@ settings.register_profile("streamjoin", deadline=None)
 settings.load_profile("streamjoin")
 """Property tests have no per-example deadline: the suite shares its machine with brokers and
 workers, and a slow example there is load, not a finding (speed is measured in bench/)."""
+
+B = TypeVar("B", bound=Broker)
+
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+"""Spark's JVMs in the tests (the session's and those of the Spark commands) compile with C1
+only: their jobs are small and short, so C2's compiling costs more CPU than it saves (a third
+less CPU for a streaming query in its own process; the suite is CPU-bound on CI's 2 cores)."""
 
 BROKER_ENV = "STREAMJOIN_TEST_BROKER"
 DEFAULT_BROKER = "kafka"
@@ -43,17 +53,59 @@ _started: list[Broker] = []
 """The brokers this session started, for the start times in the summary (CI's budget)."""
 
 
+_start_lines: list[str] = []
+"""Start-time lines of the brokers of xdist's workers (sent in their `workeroutput`)."""
+
+
+def _start_line(running: Broker) -> str:
+    return f"{running.name} broker started in {running.started_in or 0:.1f} s"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its controller prints the summary
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "worker")
+        workeroutput["broker_starts"] = [f"{worker}: {_start_line(b)}" for b in _started]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    _start_lines.extend(getattr(node, "workeroutput", {}).get("broker_starts", []))
+
+
+_module_seconds: Counter[str] = Counter()
+"""Seconds of each test module (set-up, call and tear-down): where to look first when the
+suite's time grows (`make test` must stay under 20 minutes in CI)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _module_seconds[report.nodeid.split("::")[0]] += report.duration
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for running in _started:
+    for line in [*map(_start_line, _started), *sorted(_start_lines)]:
+        terminalreporter.write_line(line)
+    if len(_module_seconds) > 1:
         terminalreporter.write_line(
-            f"{running.name} broker started in {running.started_in or 0:.1f} s"
+            f"slowest test modules, of {sum(_module_seconds.values()):.0f} s of tests in all:"
         )
+        for module, seconds in _module_seconds.most_common(10):
+            terminalreporter.write_line(f"{seconds:7.1f} s  {module}")
+
+
+@contextmanager
+def _for_the_session(broker: B) -> Iterator[B]:
+    """`broker` started, and at the session's end stopped at once: its data is thrown away, and
+    a Kafka broker that served the whole suite takes over 30 s to close its partitions."""
+    with broker as running:
+        yield running
+        running.stop(timeout=0)
 
 
 @pytest.fixture(scope="session")
 def session_broker() -> Iterator[Broker]:
     """The one broker of the session, of the kind chosen."""
-    with local_broker(session_broker_kind()) as running:
+    with _for_the_session(local_broker(session_broker_kind())) as running:
         _started.append(running)
         yield running
 
@@ -71,7 +123,7 @@ def tansu_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     if session_broker_kind() == "tansu":
         yield request.getfixturevalue("session_broker")
         return
-    with EmbeddedBroker() as running:
+    with _for_the_session(EmbeddedBroker()) as running:
         _started.append(running)
         yield running
 
@@ -82,7 +134,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     if session_broker_kind() == "kafka":
         yield request.getfixturevalue("session_broker")
         return
-    with KafkaBroker() as running:
+    with _for_the_session(KafkaBroker()) as running:
         _started.append(running)
         yield running
 
@@ -126,5 +178,14 @@ def secured_kafka() -> Iterator[KafkaBroker]:
         Listener("SCRAM_ONLY", "SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-512",)),
         Listener("OAUTH", "SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",)),
     ]
-    with KafkaBroker(listeners=listeners, users=dict([SECURED_USER])) as running:
+    secured = KafkaBroker(listeners=listeners, users=dict([SECURED_USER]))
+    with _for_the_session(secured) as running:
         yield running
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `make test` (pytest-xdist: `-n 2 --dist loadfile --no-loadscope-reorder`) each
+    module goes whole to the next free worker, in collection order: the slow ones first, so that
+    no long module starts last while the other worker has nothing left to do."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -1,5 +1,6 @@
 """streamjoin's task-assignment user data: SubscriptionInfo (member -> leader) and
-AssignmentInfo (leader -> member), after Kafka Streams' (seed 001), versioned.
+AssignmentInfo (leader -> member), after Kafka Streams' (KIP-429, KIP-441), versioned; see
+docs/rebalancing.md.
 
     SubscriptionInfo v1: version, latest supported version, process id, capacity, endpoint,
                          join counter, standby tasks, offset sums [(subtopology, partition, sum)],

@@ -138,6 +138,7 @@ def render(description: dict[str, Any]) -> str:
             f"    {table['store']}: source {table['source']} ({_count(table['partitions'])}), "
             f"read by {', '.join(table['read_by'])}"
         )
+    lines += [f"Warning: {warning}" for warning in description["warnings"]]
     return "\n".join(lines)
 
 

@@ -38,18 +38,23 @@ class AppSettings:
     """Worker settings an app carries; the `streamjoin worker` options override them."""
 
     broker: str = "localhost:9092"
+    """Kafka bootstrap servers, HOST:PORT[,HOST:PORT...]."""
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
     """TLS and SASL settings of every Kafka connection; the command line, STREAMJOIN_*
-    environment variables and `--kafka-config` override them (README "Connecting to a secured
-    cluster")."""
+    environment variables and `--kafka-config` override them (docs/security.md)."""
     state_dir: Path = Path("./state")
+    """Where task state lives: `<state_dir>/<app_id>/<task>/<store>` (RocksDB) and checkpoints."""
     commit_interval_s: float = 5.0
+    """Seconds between commits: outputs and changelogs flushed, checkpoints written, input
+    offsets committed (under exactly-once: one transaction each)."""
     processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     """exactly_once: each commit interval is one Kafka transaction (outputs, changelogs, input
-    offsets), so no output repeats after a crash (README "Processing guarantees")."""
+    offsets), so no output repeats after a crash (docs/guarantees.md)."""
     max_task_idle_ms: int = 0
     """How long a task waits for new data on a caught-up, empty input (Kafka's default 0)."""
     on_error: Literal["dlq", "fail"] = "dlq"
+    """What a bad record does: dlq sends it to the dead-letter topic `<app_id>-dlq` with the
+    error in its headers and goes on; fail stops the worker."""
     max_future_ms: int = DEFAULT_MAX_FUTURE_MS
     """A record stamped further ahead of the wall clock than this is a bad record: it would
     move stream time into the future and make every later record late."""
@@ -65,13 +70,20 @@ class AppSettings:
     """How long a worker keeps reconnecting to a broker that does not answer before it exits
     (non-zero, one line): long enough for a broker restart, short enough to be noticed."""
     num_standby_replicas: int = 0
+    """Hot standbys per stateful task: other workers that keep a copy of its state up to date,
+    so a failover or a move restores little."""
     acceptable_recovery_lag: int = 10_000
+    """Changelog records behind its end at which a copy counts as caught up: an active may
+    move to it at once, and a learner this close asks for the follow-up rebalance."""
     max_warmup_replicas: int = 2
+    """Learners restoring state at the same time, group-wide (KIP-441's max.warmup.replicas)."""
     probing_rebalance_interval_s: float = 600.0
+    """Seconds between probing rebalances, the fallback that promotes learners which caught up
+    when no follow-up was asked for."""
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     """Memory of all the worker's state stores together: RocksDB's block cache and write
     buffers, the window stores' newest records, and the fetched records waiting in the tasks'
-    input buffers (README "Memory")."""
+    input buffers (docs/workers.md, "Memory")."""
     window_memory_bytes: int | None = None
     """Of the budget, what the window stores' newest records may take, all stores together:
     a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""

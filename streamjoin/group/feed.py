@@ -19,13 +19,20 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
 from streamjoin.kafka.aiokafka_internals import fetch_position
 
-__all__ = ("LAG_FRESH_MS", "PartitionFeed")
+__all__ = ("LAG_FRESH_MS", "RESUME_SETTLE_MS", "PartitionFeed")
 
 LAG_FRESH_MS = 5_000
 """How old a fetch answer may be for its high watermark to count as the partition's lag: a
 caught-up partition is answered at least every fetch wait (0.5 s by default; the worker asks for
 50 ms), so an older answer means the fetches stopped (a broker restarting) and records may be
 waiting that the lag does not show."""
+
+RESUME_SETTLE_MS = 10_000
+"""After such a gap in a partition's fetch answers (the broker away, then back), its lag counts
+as unknown while it is 0, for this long after the answers resume: producers resend what they
+held back during the gap one partition after another, so a partition answered first as caught
+up may be about to receive older records than the others (KIP-695: a task waits for a
+partition whose lag is unknown)."""
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +51,10 @@ class PartitionFeed:
         self._committed: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
         self._assigned = False
+        self._answered: dict[TopicPartition, int] = {}
+        """When each partition's fetch was last answered, as last seen."""
+        self._resumed: dict[TopicPartition, int] = {}
+        """When its answers resumed after a gap."""
 
     @property
     def partitions(self) -> frozenset[TopicPartition]:
@@ -98,11 +109,15 @@ class PartitionFeed:
         """Stop fetching these partitions (kept across reassignments) until `resume`."""
         chosen = set(partitions) & self._next.keys()
         self._paused |= chosen
+        for tp in chosen:  # a pause is no gap: its answers resume with nothing held back
+            self._answered.pop(tp, None)
         self._consumer.pause(*chosen)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         chosen = set(partitions) & self._paused
         self._paused -= chosen
+        for tp in chosen:
+            self._answered.pop(tp, None)
         self._consumer.resume(*chosen)
 
     def lag(self, tp: TopicPartition) -> int | None:
@@ -117,8 +132,10 @@ class PartitionFeed:
             consumer.last_stable_offset(tp) if self._read_committed else consumer.highwater(tp)
         )
         polled: int | None = consumer.last_poll_timestamp(tp)
-        if highwater is None or polled is None or time.time() * 1000 - polled > LAG_FRESH_MS:
+        now_ms = time.time() * 1000
+        if highwater is None or polled is None or now_ms - polled > LAG_FRESH_MS:
             return None
+        settling = now_ms - self._resumed.get(tp, -RESUME_SETTLE_MS) < RESUME_SETTLE_MS
         if self._read_committed:
             # Transaction markers take offsets no record is delivered at: the fetcher's position
             # moves past them, the last delivered offset does not.
@@ -127,7 +144,8 @@ class PartitionFeed:
             # Nothing delivered and nothing committed yet: an empty log is caught up; otherwise
             # where the reset policy starts is not known here.
             return 0 if highwater == 0 else None
-        return max(0, highwater - offset)
+        behind = max(0, highwater - offset)
+        return None if behind == 0 and settling else behind
 
     def _reassign(self) -> None:
         # assign() and the seeks run without an await in between, so the fetcher never sees a
@@ -145,6 +163,7 @@ class PartitionFeed:
         self, fetched: Mapping[TopicPartition, list[ConsumerRecord[object, object]]]
     ) -> Records:
         """Drop records of partitions no longer owned or already delivered; advance positions."""
+        self._note_answers()
         delivered: Records = {}
         for raw_tp, records in fetched.items():
             tp = TopicPartition(raw_tp.topic, raw_tp.partition)
@@ -160,3 +179,16 @@ class PartitionFeed:
                 delivered[tp] = fresh
                 self._next[tp] = fresh[-1].offset + 1
         return delivered
+
+    def _note_answers(self) -> None:
+        """Note when answers resume after a gap (see RESUME_SETTLE_MS); after every fetch, so
+        a gap is one in the answers, not in the questions asked here."""
+        answered, consumer = self._answered, self._consumer
+        for tp in self._next:
+            polled = consumer.last_poll_timestamp(tp)
+            if polled is None:
+                continue
+            previous = answered.get(tp)
+            if previous is not None and polled - previous > LAG_FRESH_MS:
+                self._resumed[tp] = polled
+            answered[tp] = polled

@@ -31,7 +31,7 @@ class Ownership:
         self.partitions: Partitions = frozenset()
         self.commits_blocked = False
         """Set from the moment partitions are lost to an EAGER selection until the member has
-        its next assignment (seed 004)."""
+        its next assignment (KIP-726; docs/rebalancing.md)."""
         self._listener = listener
         self._rebalance_timeout = rebalance_timeout
 

@@ -1,6 +1,6 @@
 """The member's decisions at each step of a rebalance, as pure functions of what it knows.
 
-Seed 001 (KIP-429) and seed 004 (KIP-726) in code: which assignor the group selected decides the
+KIP-429 and KIP-726 in code (docs/rebalancing.md): which assignor the group selected decides the
 protocol of the generation; under EAGER a member revokes everything before it joins, under
 COOPERATIVE it keeps what it owns and afterwards revokes only what the new assignment takes away,
 then rejoins at once so the follow-up rebalance can hand those partitions over. A member that
@@ -88,7 +88,7 @@ def revoke_before_join(owned: Partitions, held_as: RebalanceProtocol | None) -> 
 def lost_on_selection(
     owned: Partitions, held_as: RebalanceProtocol | None, selected: RebalanceProtocol
 ) -> Partitions:
-    """Partitions kept through the join that the selected EAGER protocol makes lost (seed 004)."""
+    """Partitions kept through the join that the selected EAGER protocol makes lost (KIP-726)."""
     if held_as is RebalanceProtocol.COOPERATIVE and selected is RebalanceProtocol.EAGER:
         return owned
     return frozenset()

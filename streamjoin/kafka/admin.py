@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import NoReturn
 
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.kafka.connect_errors import (
@@ -25,12 +25,15 @@ __all__ = ("BrokerUnreachable", "open_admin")
 class BrokerUnreachable(StreamJoinError):
     """No Kafka broker answers at the bootstrap address."""
 
-    def __init__(self, bootstrap: str, reason: str) -> None:
+    def __init__(self, bootstrap: str, reason: str, *, timed_out: bool = False) -> None:
         super().__init__(
             f"no Kafka broker answers at {bootstrap}{f' ({reason})' if reason else ''}; check "
             "the address (--bootstrap), or start the embedded one with `streamjoin broker`"
         )
         self.bootstrap = bootstrap
+        self.timed_out = timed_out
+        """Every attempt timed out: a broker may be there, only slow (a refused connection
+        is not)."""
 
 
 @asynccontextmanager
@@ -68,4 +71,7 @@ async def _raise_for(
     reasons = [in_words(e) for e in errors]
     if not errors and not isinstance(failure, KafkaConnectionError):
         reasons = [in_words(failure)]
-    raise BrokerUnreachable(kafka.bootstrap, ", ".join(dict.fromkeys(reasons))) from failure
+    timed_out = all(isinstance(e, TimeoutError | KafkaTimeoutError) for e in errors or [failure])
+    raise BrokerUnreachable(
+        kafka.bootstrap, ", ".join(dict.fromkeys(reasons)), timed_out=timed_out
+    ) from failure

@@ -49,7 +49,9 @@ class KafkaSecurity:
     """PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI (sasl.mechanism); default
     PLAIN under a SASL protocol."""
     sasl_username: str | None = None
+    """SASL user (sasl.jaas.config's username)."""
     sasl_password: str | None = field(default=None, repr=False)
+    """SASL password (sasl.jaas.config's password); never printed or logged."""
     sasl_oauth_token_provider: AbstractTokenProvider | None = field(default=None, repr=False)
     """For OAUTHBEARER: an aiokafka `AbstractTokenProvider` whose `token()` returns a token."""
     sasl_kerberos_service_name: str = "kafka"

@@ -95,7 +95,7 @@ class QueryClient:
         end_ms: int | None = None,
         as_of_ms: int | None = None,
     ) -> dict[str, Any]:
-        """The answer for `key` (see the README's "Querying state"); window stores take a time
+        """The answer for `key` (see docs/queries.md); window stores take a time
         range, versioned tables the time the value was valid at (IQv2's asOf; default: the
         latest). Raises QueryFailed when no member can answer."""
         params = {"stale": "true" if allow_stale else "false"}

@@ -1,30 +1,30 @@
-"""Backfill: run a join over history as one Spark batch job.
+"""Backfill: run joins over history as one Spark batch job.
 
-The inputs are read with a margin of the window's reach on both sides of the time range (the
-partners of any record in range lie within it), and the output keeps the results whose
-timestamp lies in the range, so a backfill of [from, to) gives exactly the results with those
-timestamps that a backfill of all history would.
+The joins run with the worker's semantics in the processing order of `order.py`, over the app's
+source topics (graph.py: key_by as a shuffle, a chained join together with the joins before it).
+The output keeps the results whose timestamp lies in [from, to).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as sf
 
+from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.admin import open_admin
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.kafka.topics import TopicSpec, ensure_topics, partition_counts
 from streamjoin.spark.archive import path_exists
-from streamjoin.spark.inputs import Sources, TimeRange, read_topics
+from streamjoin.spark.graph import AppJob
+from streamjoin.spark.inputs import Sources, TimeRange
 from streamjoin.spark.kafka.io import write_topic
-from streamjoin.spark.kafka.offsets import OffsetRange, run_sync
-from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
+from streamjoin.spark.kafka.offsets import run_sync
+from streamjoin.spark.pipeline import JoinOptions
 
 __all__ = ("BackfillJob", "OutputTarget", "backfill", "ensure_output_topic", "write_output")
 
@@ -33,7 +33,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class OutputTarget:
-    """Parquet at `path`, or the Kafka topic `topic` at `bootstrap`."""
+    """Parquet at `path` (one directory per join under it when there are several), or the
+    Kafka topic `topic` at `bootstrap`."""
 
     path: str | None = None
     topic: str | None = None
@@ -49,48 +50,30 @@ class OutputTarget:
             raise ConfigurationError(f"writing to topic {self.topic!r} needs --bootstrap")
 
 
-def _reach(spec: JoinSpec) -> int:
-    window = spec.window
-    return 0 if window is None else max(window.before_ms, window.after_ms)
-
-
 @dataclass(frozen=True, slots=True)
 class BackfillJob:
-    records: DataFrame
-    """The output records (OUTPUT_SCHEMA), not yet computed."""
-    left_input: DataFrame
-    left_ranges: list[OffsetRange]
-    """The offset ranges of the left topic read from Kafka (empty when archived)."""
+    job: AppJob
+    joins: tuple[JoinSpec, ...]
 
-    def input_partitions(self) -> int:
-        """The partition count of the left input: the task count of the streaming join."""
-        if self.left_ranges:
-            return max(r.partition for r in self.left_ranges) + 1
-        top = self.left_input.agg(sf.max("partition")).collect()[0][0]
-        return 1 if top is None else int(top) + 1
+    def records(self, spec: JoinSpec) -> DataFrame:
+        """The output records (OUTPUT_SCHEMA) of `spec`, not yet computed."""
+        return self.job.output(spec)
 
 
 def backfill(
     spark: SparkSession,
-    spec: JoinSpec,
+    app: App,
+    joins: Sequence[JoinSpec],
     sources: Sources,
+    *,
     time_range: TimeRange | None = None,
     options: JoinOptions | None = None,
 ) -> BackfillJob:
-    """The join of `spec` over `sources`, keeping results with timestamps in `time_range`.
-
-    With `options.drop_late` the inputs are read whole: which records were late depends on
-    everything before them in their partition.
-    """
-    time_range = time_range or TimeRange()
-    options = options or JoinOptions()
-    read_range = TimeRange() if options.drop_late else time_range.widened(_reach(spec))
-    inputs = read_topics(spark, sources, spec.input_topics, read_range)
-    left = inputs.frames[spec.left.name]
-    results = join_results(spec, left, inputs.frames[spec.right.name], options)
-    records = output_records(results.where(time_range.contains(sf.col("timestamp"))))
-    left_ranges = [r for r in inputs.kafka_ranges if r.topic == spec.left.name]
-    return BackfillJob(records, left, left_ranges)
+    """The joins `joins` of `app` over `sources`, keeping results with timestamps in
+    `time_range`."""
+    job = AppJob(spark, app, sources, time_range or TimeRange(), options or JoinOptions())
+    job.prepare(list(joins))
+    return BackfillJob(job, tuple(joins))
 
 
 async def ensure_output_topic(
@@ -104,18 +87,24 @@ async def ensure_output_topic(
         await ensure_topics(bootstrap, [TopicSpec(topic, partitions(), purpose="output topic")])
 
 
-def write_output(job: BackfillJob, target: OutputTarget, spec: JoinSpec) -> None:
-    """Write the records to Parquet, or produce them to a topic (created when missing with the
-    partition count of the inputs, as the worker creates output topics)."""
-    records = job.records
+def output_path(target: OutputTarget, spec: JoinSpec, several: bool) -> str:
+    assert target.path is not None
+    return f"{target.path.rstrip('/')}/{spec.name}" if several else target.path
+
+
+def write_output(
+    job: BackfillJob, spec: JoinSpec, records: DataFrame, target: OutputTarget
+) -> None:
+    """Write `spec`'s records to Parquet, or produce them to a topic (created when missing with
+    the partition count the workers give it)."""
     if target.path is not None:
-        if path_exists(records.sparkSession, target.path) and not target.overwrite:
-            raise ConfigurationError(f"{target.path} exists; pass --overwrite to replace it")
-        records.write.mode("overwrite").parquet(target.path)
+        path = output_path(target, spec, len(job.joins) > 1)
+        if path_exists(records.sparkSession, path) and not target.overwrite:
+            raise ConfigurationError(f"{path} exists; pass --overwrite to replace it")
+        records.write.mode("overwrite").parquet(path)
         return
     assert target.topic is not None and target.bootstrap is not None
     bootstrap, topic = target.bootstrap, target.topic
-    partitions = spec.into.partitions
-    count = (lambda: partitions) if partitions else job.input_partitions
-    run_sync(lambda: ensure_output_topic(bootstrap, topic, count))
+    count = job.job.partitions(spec.into.name)
+    run_sync(lambda: ensure_output_topic(bootstrap, topic, lambda: count))
     write_topic(records, bootstrap, topic)

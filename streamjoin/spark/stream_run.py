@@ -1,7 +1,8 @@
 """Following a running streaming query: one progress summary per micro-batch, with the late
-records dropped in it and so far (the workers' `late_dropped` count of the join), and a stop on
-request that lets the current micro-batch finish first (so the checkpoint ends on a committed
-batch, and a restart has nothing to redo)."""
+records Spark dropped in it and so far (behind its watermark: where the workers would still join
+them with what their stores keep, Spark drops them, and says so here), and a stop on request
+that lets the current micro-batch finish first (so the checkpoint ends on a committed batch, and
+a restart has nothing to redo)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class BatchProgress:
     watermark: str | None
     state_rows: int
     late_rows: int
-    """Input rows the join dropped for being behind the watermark (the workers' late records)."""
+    """Input rows the join dropped for being behind the watermark (late records, which the
+    workers would still join with what their stores keep)."""
     late_total: int = 0
     """Late rows dropped by this run so far, this micro-batch's included."""
 

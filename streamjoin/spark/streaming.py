@@ -1,7 +1,11 @@
-"""A join as a Spark Structured Streaming query: both topics read as streams, the same join and
-joiner as batch (pipeline.py) as Spark's stream-stream join, and the results written as Parquet
-with the layout of `backfill` (exactly once: Spark's file sink commits through the checkpoint) or
+"""A join as a Spark Structured Streaming query: its source topics read as streams, through
+key_by as a shuffle and through the joins before it in the same query (graph.py), the join and
+joiner as Spark's stream-stream join (compiler.py), and the results written as Parquet with the
+layout of `backfill` (exactly once: Spark's file sink commits through the checkpoint) or
 produced to the join's output topic with the workers' headers (at least once).
+
+Windowed stream-stream joins only, along the whole chain: the others are refused in one line
+with the reason (`streamable`).
 """
 
 from __future__ import annotations
@@ -14,14 +18,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.connection import KafkaTarget
-from streamjoin.kafka.watermarks import topic_partitions
 from streamjoin.spark.backfill import ensure_output_topic
+from streamjoin.spark.graph import AppJob, upstream_joins
+from streamjoin.spark.inputs import Sources
 from streamjoin.spark.kafka.io import read_stream, write_topic
 from streamjoin.spark.kafka.offsets import run_sync
-from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
+from streamjoin.spark.pipeline import JoinOptions, output_records
 
 __all__ = ("StreamSource", "StreamTarget", "Trigger", "start_stream", "streamable")
 
@@ -70,12 +76,32 @@ class Trigger:
         return writer
 
 
-def streamable(spec: JoinSpec) -> JoinSpec:
-    """`spec`, if Spark can run it as a stream; else a one-line reason naming what to use."""
-    if spec.is_stream_table or spec.window is None:
+_NOT_AS_STREAM = {
+    "table": (
+        "a table join's output is the update stream of a table (a result replaced or deleted as "
+        "either side changes), and Spark's streaming joins match rows by time and never take "
+        "one back"
+    ),
+    "stream-table": (
+        "each record must meet the table as it was at that record; Spark joins a stream with a "
+        "table either as a static snapshot read once or as another stream matched by time, "
+        "neither of which is that"
+    ),
+}
+
+
+def streamable(app: App, spec: JoinSpec) -> JoinSpec:
+    """`spec`, if Spark can run it as a stream (it and every join it reads are windowed
+    stream-stream joins); else a one-line reason naming what to run instead."""
+    for join in upstream_joins(app, spec):
+        if join.window is not None:
+            continue
+        kind = "table" if join.emits_table else "stream-table"
+        via = "" if join is spec else f" (join {spec.name!r} reads its output)"
         raise ConfigurationError(
-            f"join {spec.name!r} is a stream-table join, which Spark cannot run as a stream "
-            "(Spark joins a stream only with a static table): run it with `streamjoin worker`"
+            f"join {join.name!r}{via} is a {join.kind}, which Spark cannot run as a stream: "
+            f"{_NOT_AS_STREAM[kind]}; run it with `streamjoin worker`, or over history with "
+            "`streamjoin backfill`"
         )
     return spec
 
@@ -93,8 +119,11 @@ watermark) and only evicts state, which the next run's first micro-batch evicts 
 scans the whole state (a fifth of a backlog's time, bench/spark_stream.py)."""
 
 
-def _settings(spec: JoinSpec, trigger: Trigger) -> dict[str, str]:
-    """The session settings the query of `spec` starts with."""
+def _settings(app: App, spec: JoinSpec, trigger: Trigger) -> dict[str, str]:
+    """The session settings the query of `spec` starts with (a chain of joins is several
+    stateful operators: Spark's default for them)."""
+    if len(upstream_joins(app, spec)) > 1:
+        return {}
     if trigger.available_now and spec.how == "inner":
         return {**_LATE_BY_THIS_WATERMARK, **_NO_CLOSING_BATCH}
     return dict(_LATE_BY_THIS_WATERMARK)
@@ -117,28 +146,31 @@ def _starting_with(spark: SparkSession, settings: Mapping[str, str]) -> Iterator
 
 
 def _records(
-    spark: SparkSession, spec: JoinSpec, source: StreamSource, skip_failures: bool
-) -> DataFrame:
-    options = JoinOptions(skip_failures=skip_failures, streaming=True)
-    left, right = (
-        read_stream(
+    spark: SparkSession, app: App, spec: JoinSpec, source: StreamSource, skip_failures: bool
+) -> tuple[DataFrame, int]:
+    """The query's output records, and the partition count of its output topic."""
+    options = JoinOptions(
+        skip_failures=skip_failures,
+        streaming=True,
+        max_record_bytes=app.settings.max_record_bytes,
+    )
+
+    def stream(topic: str) -> DataFrame:
+        return read_stream(
             spark,
             source.bootstrap,
-            topic.name,
+            topic,
             official=source.official,
             max_records_per_batch=source.max_records_per_batch,
         )
-        for topic in (spec.left, spec.right)
-    )
-    return output_records(join_results(spec, left, right, options))
+
+    job = AppJob(spark, app, Sources(source.bootstrap), options=options, streams=stream)
+    return output_records(job.results(spec)), job.partitions(spec.into.name)
 
 
-def _partitions(bootstrap: KafkaTarget, topic: str) -> int:
-    return len(run_sync(lambda: topic_partitions(bootstrap, [topic])))
-
-
-def start_stream(
+def start_stream(  # noqa: PLR0917 - the query's join, source, target and trigger
     spark: SparkSession,
+    app: App,
     spec: JoinSpec,
     source: StreamSource,
     target: StreamTarget,
@@ -147,8 +179,8 @@ def start_stream(
     skip_failures: bool = True,
 ) -> StreamingQuery:
     """Start the query of `spec`; it continues from `target.checkpoint` when that exists."""
-    streamable(spec)
-    records = _records(spark, spec, source, skip_failures)
+    streamable(app, spec)
+    records, partitions = _records(spark, app, spec, source, skip_failures)
     writer = records.writeStream.queryName(f"streamjoin_{spec.name}").option(
         "checkpointLocation", target.checkpoint
     )
@@ -157,15 +189,11 @@ def start_stream(
         writer = writer.format("parquet").option("path", target.output)
     else:
         bootstrap, topic = source.bootstrap, spec.into.name
-        partitions = spec.into.partitions
-        count = (
-            (lambda: partitions) if partitions else (lambda: _partitions(bootstrap, spec.left.name))
-        )
-        run_sync(lambda: ensure_output_topic(bootstrap, topic, count))
+        run_sync(lambda: ensure_output_topic(bootstrap, topic, lambda: partitions))
 
         def produce(batch: DataFrame, _batch_id: int) -> None:
             write_topic(batch, bootstrap, topic)
 
         writer = writer.foreachBatch(produce)
-    with _starting_with(spark, _settings(spec, trigger)):
+    with _starting_with(spark, _settings(app, spec, trigger)):
         return writer.start()

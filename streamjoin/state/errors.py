@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from streamjoin.errors import StreamJoinError
 
-__all__ = ("ChangelogWriteError", "StateError", "StoreLockedError", "StoreNotWritableError")
+__all__ = (
+    "ChangelogWriteError",
+    "StateDirInUseError",
+    "StateError",
+    "StoreLockedError",
+    "StoreNotWritableError",
+)
 
 
 class StateError(StreamJoinError):
@@ -13,6 +19,10 @@ class StateError(StreamJoinError):
 
 class StoreLockedError(StateError):
     """Another process holds the RocksDB lock of a store (two workers share a state directory)."""
+
+
+class StateDirInUseError(StateError):
+    """Another worker holds the app's state directory (two workers given one --state-dir)."""
 
 
 class StoreNotWritableError(StateError):

@@ -4,7 +4,7 @@ Restoring actives and standbys share it: each partition is tracked with a sink (
 applies its records). A partition is read from the sink's start offset (None: the beginning)
 and the sink learns, after every poll, its position and the high watermark seen in fetch
 responses (the last stable offset when reading committed records only): the end to restore to
-(ListOffsets is not trusted; see broker.md). A start offset past the end, or out of the
+(ListOffsets is not trusted; see docs/broker-facts.md). A start offset past the end, or out of the
 broker's range, makes the sink reset (wipe) and reading start over from the beginning.
 """
 

@@ -1,4 +1,5 @@
-"""The README's demo, run as users run it (workers joining and leaving), on the session broker."""
+"""README.md's demo (`make demo`), run as users run it (workers joining and leaving), on the
+session broker."""
 
 from __future__ import annotations
 

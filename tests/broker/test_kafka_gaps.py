@@ -1,7 +1,7 @@
 """What the embedded broker (Tansu 0.6.0) lacks compared with Apache Kafka.
 
-Each test pins one gap listed in the README's "The embedded broker" section. If one starts failing
-after a broker upgrade, the gap is gone: update the README and the code that works around it.
+Each test pins one gap listed in docs/broker-facts.md ("Tansu's gaps"). If one starts failing
+after a broker upgrade, the gap is gone: update that page and the code that works around it.
 They run on Tansu whichever broker the session has (Apache Kafka has none of these gaps).
 """
 

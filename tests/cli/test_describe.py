@@ -70,6 +70,23 @@ def test_text_names_sub_topologies_steps_stores_and_internal_topics(tmp_path: Pa
     assert "shop-dlq: dead-letter" in out
 
 
+def test_a_join_with_no_grace_behind_a_key_by_is_warned_about(tmp_path: Path) -> None:
+    """`pay` reads payments through a key_by with no grace: its late records have nothing to
+    absorb them (issue 35). `ship` reads no repartition topic; a grace silences the warning."""
+    result = runner.invoke(app, ["describe", "shop_app:joins", "--app-dir", write(tmp_path, APP)])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1, result.output
+    assert "join 'pay' has no grace and reads payments through a key_by" in warnings[0]
+    assert "JoinWindows(grace=...)" in warnings[0]
+    graced = APP.replace("JoinWindows.of(60_000), how", "JoinWindows.of(60_000, grace=5_000), how")
+    result = runner.invoke(
+        app, ["describe", "graced_app:joins", "--app-dir", write(tmp_path, graced, "graced_app")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Warning:" not in result.output, result.output
+
+
 def test_json_for_tools(tmp_path: Path) -> None:
     result = runner.invoke(
         app, ["describe", "shop_app:joins", "--app-dir", write(tmp_path, APP), "--format", "json"]

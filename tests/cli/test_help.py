@@ -1,5 +1,5 @@
 """The command line's help reads like the ecosystem's: conventional metavars, choices and
-defaults shown, summaries that are not cut short, an option for each setting the README names."""
+defaults shown, summaries that are not cut short, an option for each setting the docs name."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The scenarios in examples/plan run as they are, and the one the README shows gives the
-output the README shows."""
+"""The scenarios in examples/plan run as they are, and the one docs/plan.md shows gives the
+output the page shows."""
 
 from __future__ import annotations
 
@@ -48,9 +48,7 @@ def without_timing(text: str) -> str:
 
 
 def test_the_readme_shows_an_example_and_its_output() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## `streamjoin plan`") :]
-    section = section[: section.index("\n## ")]
+    section = (ROOT / "docs" / "plan.md").read_text()
     (scenario,) = re.findall(r"^```json\n(.*?)^```$", section, re.M | re.S)
     (command,) = re.findall(r"^```bash\n(.*?)^```$", section, re.M | re.S)
     (shown,) = re.findall(r"^```text\n(.*?)^```$", section, re.M | re.S)

@@ -1,10 +1,10 @@
-"""The README's "Querying state", run as written there: the worker with its query options, the
+"""docs/queries.md, run as written there: the worker with its query options, the
 `streamjoin query` and curl commands, and the QueryClient snippet; then the commands on
 versioned, foreign-key and global tables.
 
 The only changes: `app:joins` is the query tests' app (tests/runtime/e2e/query_app.py, its
 table `users-<suffix>` standing for `users`; query_tables_app.py for the other tables, each
-`<table>-<suffix>`), port 8081 becomes a free port, and the README's as-of time one of the
+`<table>-<suffix>`), port 8081 becomes a free port, and the page's as-of time one of the
 test's prices.
 """
 
@@ -32,11 +32,12 @@ from streamjoin.broker import Broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 E2E = Path(__file__).resolve().parents[1] / "runtime" / "e2e"
 sys.path.insert(0, str(E2E))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: docs_text
 
 import query_tables_app  # noqa: E402
+from docs_text import page  # noqa: E402
 from test_queries import PARTITIONS, make_topics, produce  # noqa: E402
 from test_query_failover import free_port  # noqa: E402
 from worker_processes import EVENT_T0  # noqa: E402
@@ -47,9 +48,7 @@ README_AS_OF = "1767225600000"
 
 
 def section() -> str:
-    text = README.read_text()
-    start = text.index("## Querying state\n")
-    return text[start : text.index("\n## ", start + 1)]
+    return page("docs/queries.md")
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -68,7 +67,7 @@ def answered(url: str) -> bool:
 def worker(
     command: str, module: str, tmp_path: Path, env: dict[str, str], ready: list[str]
 ) -> Iterator[None]:
-    """The README's worker command, on `module`'s app, until every `ready` URL answers."""
+    """The page's worker command, on `module`'s app, until every `ready` URL answers."""
     (tmp_path / "app.py").write_text(
         f"import os, sys\nsys.path.insert(0, {str(E2E)!r})\nfrom {module} import make_app\n"
         "joins = make_app(os.environ['STREAMJOIN_TEST_SUFFIX'], "

@@ -1,10 +1,10 @@
-"""The README's "Quick start for your own app", run command by command as written there, on a
-fresh embedded broker, and its "Connecting to a secured cluster" on Apache Kafka with TLS and
-SASL: the README cannot drift from what works.
+"""The README.md's "Quick start for your own app", run command by command as written there, on a
+fresh embedded broker, and docs/security.md's commands on Apache Kafka with TLS and SASL: the
+pages cannot drift from what works.
 
 The only change: port 9092 becomes a free port, so the test can run next to anything else
 (where a command relies on the default localhost:9092, STREAMJOIN_BOOTSTRAP says the port).
-`streamjoin broker` and `streamjoin worker` run until Ctrl-C (as the README says), so they run
+`streamjoin broker` and `streamjoin worker` run until Ctrl-C (as the pages say), so they run
 in the background; every other command must succeed in turn.
 """
 
@@ -25,23 +25,14 @@ import pytest
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: docs_text
+from docs_text import blocks, page, section  # noqa: E402
+
 LONG_RUNNING = ("streamjoin broker", "streamjoin worker")
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text()
-    start = text.index(f"## {title}\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
-
-
 def quick_start() -> str:
-    return readme_section("Quick start for your own app")
-
-
-def blocks(section: str, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", section, re.M | re.S)
+    return section("README.md", "Quick start for your own app")
 
 
 def commands(section: str) -> list[str]:
@@ -161,7 +152,7 @@ def wait_for_clients(broker: subprocess.Popen[bytes], log: Path, timeout: float 
 
 @pytest.mark.timeout(600)
 def test_the_secured_cluster_commands_work_as_written(tmp_path: Path) -> None:
-    section = readme_section("Connecting to a secured cluster")
+    section = page("docs/security.md")
     (app,) = blocks(quick_start(), "python")
     (tmp_path / "app.py").write_text(app)
     (properties,) = blocks(section, "properties")
@@ -185,7 +176,7 @@ def test_the_secured_cluster_commands_work_as_written(tmp_path: Path) -> None:
 
 
 def test_the_secured_app_example_builds_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    (example,) = blocks(readme_section("Connecting to a secured cluster"), "python")
+    (example,) = blocks(page("docs/security.md"), "python")
     monkeypatch.setenv("SHOP_KAFKA_PASSWORD", "from-the-environment")
     import streamjoin
 

@@ -1,5 +1,5 @@
-"""The README's "Table joins" example, written to bank.py and run with `python bank.py` as the
-README shows: its output is the one printed there."""
+"""docs/table-joins.md's example, written to bank.py and run with `python bank.py` as the page
+shows: its output is the one printed there."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: docs_text
+from docs_text import page
 
 
 def section() -> str:
-    text = README.read_text()
-    start = text.index("## Table joins\n")
-    return text[start : text.index("\n## ", start + 1)]
+    return page("docs/table-joins.md")
 
 
 def test_the_table_joins_example_prints_what_the_readme_shows(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Whether streamjoin's outputs equal Kafka Streams' for one scenario, allowing only for the
-differences README "Differences from Kafka Streams" lists:
+differences docs/joins.md ("Differences from Kafka Streams") lists:
 
 - Records streamjoin sends to the dead-letter topic because they have no key (a null key, or a
   `key_by`/`key=` that gives None) are left out of Kafka Streams' outputs too; a dead letter for

@@ -132,7 +132,7 @@ def generate(family: str, rng: random.Random) -> Scenario:
     if kind in ("ss", "chain"):
         params.update(before=rng.randint(0, 12), after=rng.randint(0, 12), grace=rng.randint(0, 10))
         if not any(params.values()):
-            params["grace"] = 1  # streamjoin refuses a window that joins nothing (README)
+            params["grace"] = 1  # streamjoin refuses a window that joins nothing (docs/joins.md)
         disorder = params["grace"] + max(params["before"], params["after"])
         if spec.late:
             late = disorder + params["before"] + params["after"] + params["grace"] + 15

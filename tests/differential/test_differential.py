@@ -1,8 +1,8 @@
 """Join results equal Kafka Streams' own (issue 34): seeded random scenarios of every join family
 go through streamjoin's TestDriver and through Apache Kafka Streams' TopologyTestDriver (the
 release streamjoin pins, one JVM for all of them) and their outputs are compared record by
-record: key, value, timestamp and order (README "Differences from Kafka Streams" lists the only
-differences allowed, and diff_compare.py how they are allowed for).
+record: key, value, timestamp and order (docs/joins.md, "Differences from Kafka Streams", lists
+the only differences allowed, and diff_compare.py how they are allowed for).
 
 Each run draws a new seed and prints it; `STREAMJOIN_DIFFERENTIAL_SEED=N` runs that seed again
 (`STREAMJOIN_DIFFERENTIAL_SCENARIOS` sets the scenarios per family). A difference is shrunk to a

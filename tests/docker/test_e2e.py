@@ -1,4 +1,4 @@
-"""docker/e2e.py (`make docker-e2e`) runs exactly the README's Docker commands, and its checks
+"""docker/e2e.py (`make docker-e2e`) runs exactly docs/docker.md's commands, and its checks
 tell right output from wrong; docker/standins.py names the images the compose files use."""
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ standins = _module("standins")
 
 
 def _docker_section_commands() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Real Kafka with Docker") :]
-    section = section[: section.index("\n## ", 1)]
-    [block] = re.findall(r"```bash\n(.*?)```", section, re.S)
+    page = (ROOT / "docs" / "docker.md").read_text()
+    [block] = re.findall(r"```bash\n(.*?)```", page, re.S)
     return block.strip().splitlines()
 
 

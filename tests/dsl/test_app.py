@@ -103,7 +103,7 @@ def test_bad_settings_and_windows_are_refused() -> None:
 
 
 def test_processing_guarantee_is_an_app_setting() -> None:
-    joins = streamjoin.App("ads", processing_guarantee="exactly_once")  # as in the README
+    joins = streamjoin.App("ads", processing_guarantee="exactly_once")  # as in docs/guarantees.md
     assert joins.settings.processing_guarantee == "exactly_once"
     assert App("ads").settings.processing_guarantee == "at_least_once"
     with pytest.raises(ConfigurationError, match="use at_least_once or exactly_once"):

@@ -2,7 +2,7 @@
 
 It selects the group protocol the way Kafka does (each member votes for its most preferred
 protocol among those every member supports), which the embedded broker does not: Tansu keeps the
-first member's first protocol forever. That makes it the place to test seed 004's protocol
+first member's first protocol forever. That makes it the place to test KIP-726's protocol
 switches. Errors can be injected per request type.
 """
 

@@ -371,7 +371,7 @@ async def test_a_rolling_bounce_to_cooperative_sticky_never_gives_a_partition_tw
     steady_producer: Any,
     consumption_log: Any,
 ) -> None:
-    """Seed 004's upgrade path: members on `range` are replaced one by one by members listing
+    """KIP-726's upgrade path: members on `range` are replaced one by one by members listing
     cooperative-sticky first. (The embedded broker keeps the protocol the group was created
     with, so here the group stays on `range`; the switch itself is tested in test_member.)"""
     partitions = 6

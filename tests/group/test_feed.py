@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.group.feed import PartitionFeed
+from streamjoin.group.feed import LAG_FRESH_MS, RESUME_SETTLE_MS, PartitionFeed
 
 A, B, C = (TopicPartition("t", p) for p in range(3))
 
@@ -24,6 +25,29 @@ class RecordingConsumer:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.seeks[tp] = offset
+
+    def last_poll_timestamp(self, tp: TopicPartition) -> int | None:
+        return None
+
+
+@dataclass
+class AnsweringConsumer(RecordingConsumer):
+    """Its fetches are answered when the test says, with the high watermark it says."""
+
+    polled: dict[TopicPartition, int] = field(default_factory=dict)
+    high: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def last_poll_timestamp(self, tp: TopicPartition) -> int | None:
+        return self.polled.get(tp)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self.high.get(tp)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        pass
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        pass
 
 
 @dataclass
@@ -73,3 +97,52 @@ def test_removing_while_stopping_leaves_the_fetcher_alone() -> None:
     assert feed.remove([A, B], reassign=False) == {A: 4}
     assert len(consumer.assigned) == calls
     assert feed.partitions == frozenset()
+
+
+def test_a_caught_up_partition_counts_as_unknown_for_a_while_after_the_broker_was_away() -> None:
+    """Producers resend what they held back during an outage one partition after another: the
+    partition answered first as caught up may be about to receive records older than the
+    others'. Until it has settled, a task waits for it (KIP-695: lag unknown)."""
+    consumer = AnsweringConsumer()
+    feed = PartitionFeed(consumer)  # type: ignore[arg-type]
+    feed.add({A: 10, B: 10})
+    consumer.high = {A: 10, B: 10}
+    now = int(time.time() * 1000)
+
+    def answered(at: int, *partitions: TopicPartition) -> None:
+        consumer.polled.update((tp, at) for tp in partitions)
+        feed.deliver({})
+
+    answered(now - 3 * LAG_FRESH_MS, A, B)
+    answered(now - 3 * LAG_FRESH_MS + 100, A, B)
+    answered(now, A)  # A answers again after the gap; B's answers are still away
+    assert feed.lag(A) is None  # caught up, but settling
+    assert feed.lag(B) is None  # no fresh answer at all
+    consumer.high[A] = 12
+    assert feed.lag(A) == 2  # records known to be on the broker are waited for as always
+    consumer.high[A] = 10
+
+    settled = now - RESUME_SETTLE_MS - 1
+    feed = PartitionFeed(consumer)  # type: ignore[arg-type]
+    feed.add({A: 10})
+    answered(settled - 2 * LAG_FRESH_MS, A)
+    answered(settled, A)  # the gap ended over RESUME_SETTLE_MS ago
+    for at in range(settled + LAG_FRESH_MS // 2, now + 1, LAG_FRESH_MS // 2):
+        answered(at, A)
+    answered(now, A)
+    assert feed.lag(A) == 0
+
+
+def test_a_pause_is_no_gap_in_the_answers() -> None:
+    consumer = AnsweringConsumer()
+    feed = PartitionFeed(consumer)  # type: ignore[arg-type]
+    feed.add({A: 10})
+    consumer.high = {A: 10}
+    now = int(time.time() * 1000)
+    consumer.polled[A] = now - 3 * LAG_FRESH_MS
+    feed.deliver({})
+    feed.pause([A])
+    feed.resume([A])
+    consumer.polled[A] = now
+    feed.deliver({})
+    assert feed.lag(A) == 0

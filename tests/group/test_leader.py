@@ -62,7 +62,7 @@ def test_each_member_is_answered_in_its_own_consumer_protocol_version() -> None:
 
 
 def test_cooperative_generations_withhold_what_another_member_still_owns() -> None:
-    """Any assignor under COOPERATIVE goes through the cooperative step (seed 001)."""
+    """Any assignor under COOPERATIVE goes through the cooperative step (KIP-429)."""
     t = [TopicPartition("t", p) for p in range(4)]
     members = [
         member("a", Subscription(("t",), owned_partitions=tuple(t), generation=1)),

@@ -1,7 +1,7 @@
 """The member's state machine against an in-memory coordinator with Kafka's semantics (conftest).
 
 Covers what the embedded broker cannot show: protocol selection switching between EAGER and
-COOPERATIVE per seed 004 (Tansu never changes a group's protocol), and injected coordinator
+COOPERATIVE per KIP-726 (Tansu never changes a group's protocol), and injected coordinator
 errors.
 """
 
@@ -49,7 +49,7 @@ class Recorder(RebalanceListener):
 
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         assert self.member is not None
-        try:  # seed 004: a member that lost its partitions must not commit them
+        try:  # KIP-726: a member that lost its partitions must not commit them
             await self.member.commit(dict.fromkeys(partitions, 1))
         except CommitFailedError as exc:
             self.commit_errors.append(exc)
@@ -151,7 +151,7 @@ async def test_cooperative_join_revokes_only_what_moves_then_hands_it_over(
 async def test_one_rolling_bounce_upgrades_eager_to_cooperative(
     fake_coordinator: Callable[..., Any], wait_until: Any
 ) -> None:
-    """Seed 004: members on `range` are replaced one by one by members listing
+    """KIP-726: members on `range` are replaced one by one by members listing
     cooperative-sticky first; the group stays EAGER until all are bounced, then turns
     COOPERATIVE, and no partition has two owners at any time."""
     coordinator = fake_coordinator({TOPIC: 6})
@@ -183,7 +183,7 @@ async def test_one_rolling_bounce_upgrades_eager_to_cooperative(
 async def test_eager_assignor_selected_after_cooperative_means_lost_and_no_commits(
     fake_coordinator: Callable[..., Any], wait_until: Any
 ) -> None:
-    """Seed 004: members holding partitions cooperatively find `range` selected (a range-only
+    """KIP-726: members holding partitions cooperatively find `range` selected (a range-only
     member joined): they call on_lost, not on_revoked, and commit nothing until rejoined."""
     coordinator = fake_coordinator({TOPIC: 6})
     ledger: dict[TopicPartition, str] = {}

@@ -1,4 +1,4 @@
-"""The member's rebalance decisions (seeds 001 and 004) as pure functions."""
+"""The member's rebalance decisions (KIP-429 and KIP-726) as pure functions."""
 
 from __future__ import annotations
 

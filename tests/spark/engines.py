@@ -17,17 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from join_cases import CASES, JOINERS, build_app, join_name
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import subtopology_groups
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
 from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
-from streamjoin.spark.pipeline import JoinOptions, join_results, output_records
-from streamjoin.spark.records import RECORD_SCHEMA
+from streamjoin.spark.graph import AppJob
+from streamjoin.spark.records import ARROW_RECORD_SCHEMA
 from streamjoin.testing import TestDriver
 
 HERE = Path(__file__).resolve().parent
@@ -83,8 +85,22 @@ def run_driver(app: App, suffix: str) -> dict[str, Results]:
     return by_join(found)
 
 
-def case_inputs(spark: SparkSession, suffix: str) -> DataFrame:
-    """Every case's records as RECORD_SCHEMA rows, with offsets as Kafka would give them."""
+def write_archive(rows: list[tuple[Any, ...]], path: Path) -> str:
+    """Records (RECORD_SCHEMA tuples) as a Parquet archive at `path`, written without Spark
+    (quicker)."""
+    columns = list(zip(*rows, strict=True))
+    table = pa.Table.from_arrays(
+        [pa.array(c, f.type) for c, f in zip(columns, ARROW_RECORD_SCHEMA, strict=True)],
+        schema=ARROW_RECORD_SCHEMA,
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path / "part-0.parquet")
+    return str(path)
+
+
+def case_archive(suffix: str, path: Path) -> dict[str, str]:
+    """Every case's records in one archive, with offsets as Kafka would give them: topic ->
+    the archive's path."""
     rows = []
     for case in CASES:
         offsets = {"L": 0, "R": 0}
@@ -94,19 +110,13 @@ def case_inputs(spark: SparkSession, suffix: str) -> DataFrame:
             topic = case.topic(record.side, suffix)
             rows.append((key, value, topic, 0, offsets[record.side], record.ts, []))
             offsets[record.side] += 1
-    return spark.createDataFrame(rows, RECORD_SCHEMA)
+    archived = write_archive(rows, path)
+    return {row[2]: archived for row in rows}
 
 
-def run_spark(
-    spark: SparkSession, app: App, suffix: str, options: JoinOptions
-) -> dict[str, Results]:
-    inputs = case_inputs(spark, suffix)
-    frames = []
-    for spec in app.joins:
-        left = inputs.where(inputs["topic"] == spec.left.name)
-        right = inputs.where(inputs["topic"] == spec.right.name)
-        out = output_records(join_results(spec, left, right, options))
-        frames.append(out.selectExpr(f"'{spec.name}' as join", "*"))
+def run_spark(app: App, job: AppJob) -> dict[str, Results]:
+    """Every join of the app's job, as results."""
+    frames = [job.output(spec).selectExpr(f"'{spec.name}' as join", "*") for spec in app.joins]
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
@@ -319,6 +329,7 @@ def run_spark_stream(
         queries = [
             start_stream(
                 spark,
+                app,
                 spec,
                 source,
                 StreamTarget(str(tmp / f"{spec.name}.checkpoint"), parquet.get(spec.name)),

@@ -1,6 +1,6 @@
-"""Audit against what a real worker wrote for the shared join cases: a clean run is clean
-(differences it has, it explains), a deleted, a duplicated and a changed output record are
-found in an archive of the output topic, and input the worker has not seen yet is pending.
+"""Audit against what a real worker wrote for the shared join cases: a clean run is clean (late
+records included), a deleted, a duplicated and a changed output record are found in an archive
+of the output topic, and input the worker has not seen yet is pending.
 (tests/spark/test_commands.py audits a field-mapping join within a time range.)"""
 
 from __future__ import annotations
@@ -21,23 +21,17 @@ from streamjoin.spark.inputs import Sources
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(300)]
 
 
-def test_a_clean_run_of_the_late_case_is_clean(spark: SparkSession, worker_run: WorkerRun) -> None:
+def test_a_clean_run_with_late_records_is_clean(spark: SparkSession, worker_run: WorkerRun) -> None:
+    """The late case: r-late joins l1 (its store still keeps it), l-late comes out at once with
+    None, as the worker did."""
     app = build_app(worker_run.suffix)
     sources = Sources(worker_run.bootstrap)
-    report = audit(spark, app.get_join("late_fn"), app.app_id, sources)
-    # Since issue 34 the workers join late records as Kafka Streams does: here they wrote what
-    # is recomputed, (l1, r-late) and (l-late, None) included. (Explaining differences by
-    # lateness is for the Spark side to align: notes/sem.md.)
-    assert report.counts == {
-        "missing": 0,
-        "duplicate": 0,
-        "late_dropped": 0,
-        "not_yet_emitted": 0,
-        "wrong_value": 0,
-        "unexpected": 0,
-    }
+    report = audit(spark, app, app.get_join("late_fn"), app.app_id, sources)
+    assert report.counts == dict.fromkeys(
+        ("missing", "extra", "different", "duplicate", "not_yet_emitted"), 0
+    )
     assert not report.failed
-    assert (report.expected, report.written, report.matched) == (4, 4, 4)
+    assert report.expected == report.written == report.matched == 4
 
 
 def test_a_deleted_a_duplicated_and_a_changed_record_are_found(
@@ -60,12 +54,12 @@ def test_a_deleted_a_duplicated_and_a_changed_record_are_found(
     frame = spark.createDataFrame(rows, spark.read.parquet(archived).schema)
     frame.write.parquet(tampered)
     sources = Sources(worker_run.bootstrap, archives={spec.into.name: tampered})
-    report = audit(spark, spec, app.app_id, sources)
+    report = audit(spark, app, spec, app.app_id, sources)
     assert report.failed
     assert {k: v for k, v in report.counts.items() if v} == {
         "missing": 1,
         "duplicate": 1,
-        "wrong_value": 1,
+        "different": 1,
     }
     deleted_left = next(h["value"] for h in deleted["headers"] if h["key"] == "streamjoin.left")
     assert deleted_left.decode() in report.examples["missing"][0]
@@ -84,6 +78,6 @@ async def test_input_the_worker_has_not_processed_is_not_yet_emitted(
         )
     finally:
         await producer.stop()
-    report = audit(spark, spec, app.app_id, Sources(worker_run.bootstrap))
+    report = audit(spark, app, spec, app.app_id, Sources(worker_run.bootstrap))
     assert {k: v for k, v in report.counts.items() if v} == {"not_yet_emitted": 1}
     assert not report.failed

@@ -108,8 +108,8 @@ def test_backfill_from_kafka_and_from_parquet_archives_give_the_same_rows(
     for topic in spec.input_topics:
         archives[topic] = str(tmp_path / topic)
         archive_topic(spark, broker.bootstrap, topic, archives[topic], append=False)
-    from_kafka = rows(backfill(spark, spec, Sources(broker.bootstrap)).records)
-    from_parquet = rows(backfill(spark, spec, Sources(archives=archives)).records)
+    from_kafka = rows(backfill(spark, topics, [spec], Sources(broker.bootstrap)).records(spec))
+    from_parquet = rows(backfill(spark, topics, [spec], Sources(archives=archives)).records(spec))
     assert from_kafka == from_parquet
     assert len(from_kafka) >= 400  # every impression is in a left join
 
@@ -120,9 +120,9 @@ def test_a_time_range_gives_exactly_the_full_results_in_that_range(
     spec = topics.joins[0]
     sources = Sources(broker.bootstrap)
     middle = TimeRange(START + 3_000, START + 6_000)
-    full = backfill(spark, spec, sources).records
+    full = backfill(spark, topics, [spec], sources).records(spec)
     within = full.where(middle.contains(sf.col("timestamp")))
-    ranged = rows(backfill(spark, spec, sources, middle).records)
+    ranged = rows(backfill(spark, topics, [spec], sources, time_range=middle).records(spec))
     assert ranged == rows(within)
     assert 0 < len(ranged) < full.count()
 
@@ -131,11 +131,12 @@ def test_output_written_to_a_topic_reads_back_the_same(
     spark: SparkSession, broker: Broker, topics: App, unique: str
 ) -> None:
     spec = topics.joins[1]
-    job = backfill(spark, spec, Sources(broker.bootstrap))
+    job = backfill(spark, topics, [spec], Sources(broker.bootstrap))
     target = OutputTarget(topic=f"backfilled-{unique}", bootstrap=broker.bootstrap)
-    write_output(job, target, spec)
+    records = job.records(spec).cache()
+    write_output(job, spec, records, target)
     written = read_ranges(spark, broker.bootstrap, plan_ranges(broker.bootstrap, [target.topic]))
-    expected = [(k, v, ts, h) for k, v, ts, _, h in rows(job.records)]
+    expected = [(k, v, ts, h) for k, v, ts, _, h in rows(records)]
     assert [(k, v, ts, h) for k, v, ts, _, h in rows(written)] == expected
     # Records without a key go to their task's partition; keyed ones by key, as the worker does.
     assert written.select("partition").distinct().count() == 2

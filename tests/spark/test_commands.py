@@ -44,7 +44,7 @@ def test_archive_then_backfill_from_the_archives(
     reference, directory = app_dir(tmp_path, worker_run.suffix)
     output = str(tmp_path / "out")
     command = ["backfill", reference, "--app-dir", directory, "--join", spec.name, *archives]
-    result = runner.invoke(app, [*command, "--output", output, "--drop-late"])
+    result = runner.invoke(app, [*command, "--output", output])
     assert result.exit_code == 0, result.output
     backfilled = [
         result_of(

@@ -1,20 +1,21 @@
 """The shared join cases through the test driver, Spark batch and the worker on the broker:
-identical output sets (keys, values, timestamps and provenance headers)."""
+identical output sets (keys, values, timestamps and provenance headers). (Random scenarios of
+every join kind: test_spark_equals_driver.py.)"""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
-from engines import WorkerRun, pairs, run_driver, run_spark
+from engines import WorkerRun, case_archive, pairs, run_driver, run_spark
 from join_cases import CASES, JOINERS, build_app, join_name
 from pyspark.sql import SparkSession
 
-from streamjoin.spark.pipeline import JoinOptions
+from streamjoin.spark.graph import AppJob
+from streamjoin.spark.inputs import Sources
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
-
-CASES_BY_NAME = {case.name: case for case in CASES}
 
 
 def test_cases_are_listed_in_processing_order() -> None:
@@ -37,38 +38,16 @@ def test_driver_gives_each_cases_expected_results() -> None:
             assert pairs(results[join_name(case, joiner)]) == case.expected, (case.name, joiner)
 
 
-def test_spark_batch_dropping_late_records_equals_the_test_driver(spark: SparkSession) -> None:
-    """Except the "late" case: since issue 34 the workers join late records as Kafka Streams
-    does, and Spark's `drop_late` (spark/stream_time.py) still models their old drop; aligning
-    it is the Spark side's work (notes/sem.md says what)."""
+def test_spark_batch_equals_the_test_driver(spark: SparkSession, tmp_path: Path) -> None:
+    """Function joiners (Python on Spark) and field mappings (native columns) alike."""
     app = build_app("same")
     driver = run_driver(app, "same")
-    batch = run_spark(spark, app, "same", JoinOptions(drop_late=True))
-    late = {join_name(CASES_BY_NAME["late"], joiner) for joiner in JOINERS}
-    assert {k: v for k, v in batch.items() if k not in late} == {
-        k: v for k, v in driver.items() if k not in late
-    }
-    assert pairs(batch["late_fn"]) == {("l1", None), ("lz", None)}  # the old drop, for now
+    job = AppJob(spark, app, Sources(archives=case_archive("same", tmp_path / "cases")))
+    batch = run_spark(app, job)
+    assert batch == driver
     for case in CASES:
         fn, mapped = batch[join_name(case, "fn")], batch[join_name(case, "map")]
         assert Counter(r[1:] for r in fn.elements()) == Counter(r[1:] for r in mapped.elements())
-
-
-def test_final_answer_through_the_python_path_of_every_joiner(spark: SparkSession) -> None:
-    """Without dropping late records, batch gives the final answer; running the field
-    mappings as Python functions gives the same rows as the native columns (checked against
-    the driver, which the native columns equal)."""
-    app = build_app("final")
-    driver = run_driver(app, "final")
-    final = run_spark(spark, app, "final", JoinOptions(python_joiner=True))
-    for case in CASES:
-        for joiner in JOINERS:
-            name = join_name(case, joiner)
-            if case.name != "late":
-                assert final[name] == driver[name], name
-    # r-late joins l1 after all, and l-late is a non-match instead of being dropped.
-    late = {("l1", "r-late"), ("lz", None), ("l-late", None)}
-    assert pairs(final["late_fn"]) == pairs(final["late_map"]) == late
 
 
 def test_the_worker_on_the_broker_equals_the_test_driver(worker_run: WorkerRun) -> None:

@@ -115,7 +115,8 @@ def test_every_value_type_joins_on_spark_after_its_serde_was_used(
         archives[side.name] = _archive(spark, tmp_path / side.name, side.name, encoded)
     if kind == "dataclass":
         assert "__msgspec_cache__" in vars(type(left))  # what could not be pickled
-    rows = backfill(spark, spec, Sources(None, archives)).records.collect()
+    job = backfill(spark, shipping_app, [spec], Sources(None, archives))
+    rows = job.records(spec).collect()
     assert len(rows) == 1
     assert spec.into.value_serde.deserialize(rows[0]["value"]) == expected
 

@@ -1,6 +1,6 @@
 """`streamjoin spark-stream` as a user runs it (Spark's Kafka connector, the default): over one
 checkpoint, a run with --available-now, new records, a running query stopped by SIGTERM, more
-records, a last run: every result is in the Parquet output exactly once. The README's
+records, a last run: every result is in the Parquet output exactly once. docs/spark.md's
 --into-topic run: the topic holds what the worker writes. Late records dropped and counted in
 the progress lines. And the one-line refusals."""
 
@@ -170,8 +170,8 @@ def test_restarts_and_sigterm_lose_nothing_and_write_nothing_twice(
 
 
 def test_into_topic_as_the_readme_runs_it(broker: Broker, tmp_path: Path) -> None:
-    """README's `spark-stream app:joins --join attribute --checkpoint ... --into-topic`, on the
-    outer join of null keys with its function joiner: its output topic holds the records the
+    """docs/spark.md's `spark-stream app:joins --join attribute --checkpoint ... --into-topic`, on
+    the outer join of null keys with its function joiner: its output topic holds the records the
     worker writes (keys, values, timestamps, provenance headers), which are the test driver's
     (test_join_cases)."""
     suffix = f"si{uuid.uuid4().hex[:8]}"

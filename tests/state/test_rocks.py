@@ -14,7 +14,7 @@ OPTIONS = MemoryBudget().options("s")
 def test_opens_raw_and_refuses_a_second_handle(tmp_path: Path) -> None:
     db = open_rocksdb(tmp_path / "s", OPTIONS)
     db.put(b"k", b"v")
-    with pytest.raises(StoreLockedError, match="in use by another handle"):
+    with pytest.raises(StoreLockedError, match=r"in use by another process .*--state-dir"):
         open_rocksdb(tmp_path / "s", OPTIONS)
     db.close()
     again = open_rocksdb(tmp_path / "s", OPTIONS)

@@ -1,4 +1,4 @@
-"""The README's global table example, run as a user runs it: saved to a file, run by Python."""
+"""docs/joins.md's global table example, run as a user runs it: saved to a file, run by Python."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: docs_text
+from docs_text import section
 
 
 def test_the_readme_global_table_example_runs(tmp_path: Path) -> None:
-    text = README.read_text()
-    start = text.index("### Global tables\n")
-    section = text[start : text.index("\n## ", start)]
-    [example] = re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)
+    text = section("docs/joins.md", "Global tables")
+    [example] = re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
     script = tmp_path / "geo.py"
     script.write_text(example + 'print("ok")\n')
     done = subprocess.run(

@@ -5,12 +5,12 @@ second, and CPython starts a young collection every 700 of them, which traverses
 container in full and, every tenth time, the older generations too. In a fresh process (a group
 leader's first rebalance after a restart) that was half of the first call's time: at 1,000
 members x 100,000 partitions, sticky's fresh assignment took 124 ms of CPU cold and 56 ms with
-the collector paused (bench/assignors.py --cold). What an assignor allocates is acyclic and
+the collector paused (bench/assignors.py, its cold call). What an assignor allocates is acyclic and
 freed by reference counting, so pausing costs no memory.
 
 Resuming alone would still pay one young collection right after the call, over everything the
-call made: at 1,000 x 100,000 a fresh group's 100,000 partitions (kept in a per-topic cache)
-and the assignment, about 5 ms of a 25 ms cold call. Instead every tracked object moves straight
+call made: at 1,000 x 100,000 the 100,000 partitions of an assignment that makes them (kept in
+a per-topic cache), about 5 ms of a 25 ms cold call. Instead every tracked object moves straight
 to the oldest generation (`gc.freeze()` then `gc.unfreeze()`, two list splices), where full
 collections see it as they would once it had survived the young ones. The price: cyclic garbage
 the application made just before the call waits for the next full collection instead of a young

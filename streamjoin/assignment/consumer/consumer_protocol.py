@@ -14,6 +14,8 @@ ignoring the rest (as Kafka itself does) instead of failing the leader's rebalan
 
 from __future__ import annotations
 
+import functools
+import struct
 from collections.abc import Iterable
 
 from streamjoin.assignment.consumer.topic_layout import group_by_topic
@@ -37,11 +39,12 @@ __all__ = (
 LATEST_VERSION = 3
 
 
-def _write_topic_partitions(writer: Writer, partitions: Iterable[TopicPartition]) -> None:
-    def write_one(w: Writer, item: tuple[str, list[int]]) -> None:
-        w.string(item[0]).int32_array(item[1])
+def _write_topic(writer: Writer, item: tuple[str, list[int]]) -> None:
+    writer.string(item[0]).int32_array(item[1])
 
-    writer.array(sorted(group_by_topic(sorted(partitions)).items()), write_one)
+
+def _write_topic_partitions(writer: Writer, partitions: Iterable[TopicPartition]) -> None:
+    writer.array(sorted(group_by_topic(sorted(partitions)).items()), _write_topic)
 
 
 def _read_topic_partitions(reader: Reader) -> tuple[TopicPartition, ...]:
@@ -101,10 +104,31 @@ def encode_assignment(assignment: Assignment, version: int = LATEST_VERSION) -> 
         raise ValueError(
             f"consumer protocol assignment version {version} is not 0-{LATEST_VERSION}"
         )
-    writer = Writer().int16(version)
-    _write_topic_partitions(writer, assignment.partitions)
-    writer.nullable_bytes(assignment.user_data)
-    return writer.getvalue()
+    # One struct call per member: the leader encodes every member's assignment (1,000 members
+    # with 100,000 partitions at a time), and a writer call per topic took most of that time.
+    grouped = assignment.by_topic()
+    shape: list[tuple[int, int]] = []
+    values: list[object] = [version, len(grouped)]
+    for topic, partitions in grouped:
+        name = _utf8(topic)
+        shape.append((len(name), len(partitions)))
+        values += (len(name), name, len(partitions))
+        values += partitions
+    user_data = assignment.user_data
+    values += (len(user_data), user_data)
+    return _assignment_struct(tuple(shape), len(user_data)).pack(*values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _utf8(topic: str) -> bytes:
+    return topic.encode()
+
+
+@functools.lru_cache(maxsize=256)
+def _assignment_struct(shape: tuple[tuple[int, int], ...], user_data: int) -> struct.Struct:
+    """Version, topics (name, partition numbers) of these lengths, user data, as Writer would."""
+    topics = "".join(f"h{name}si{count}i" for name, count in shape)
+    return struct.Struct(f">hi{topics}i{user_data}s")
 
 
 def decode_assignment(data: bytes) -> Assignment:

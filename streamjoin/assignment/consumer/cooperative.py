@@ -68,7 +68,9 @@ def cooperative_step(
     gained: dict[str, frozenset[TopicPartition]] = {}
     for member, claimed in reported.items():
         given = target[member]
-        if given.partitions != claimed and (claimed or anyone_owns):
+        # Nobody owning anything: nobody gains what another owns (and a compact target stays
+        # compact, see Assignment).
+        if (claimed or anyone_owns) and given.partitions != claimed:
             gained[member] = frozenset(given.partitions).difference(claimed)
     any_gained: set[TopicPartition] = set().union(*gained.values())
     owned_elsewhere = (

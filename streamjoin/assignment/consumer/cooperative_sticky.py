@@ -11,9 +11,13 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from streamjoin.assignment.consumer.collector import without_collector
-from streamjoin.assignment.consumer.cooperative import CooperativeStep, cooperative_step
-from streamjoin.assignment.consumer.sticky.assignor import PreviousOwnership, sticky_assign
-from streamjoin.assignment.consumer.topic_layout import group_by_topic
+from streamjoin.assignment.consumer.cooperative import CooperativeStep
+from streamjoin.assignment.consumer.sticky.assignor import (
+    PreviousOwnership,
+    StickyNumbers,
+    sticky_numbers,
+)
+from streamjoin.assignment.consumer.topic_layout import NumberedPartitions, group_by_topic
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -21,6 +25,8 @@ from streamjoin.assignment.model import (
     PartitionAssignor,
     RebalanceProtocol,
     Subscription,
+    TopicPartition,
+    sorted_partitions,
 )
 from streamjoin.assignment.wire import Reader, Writer
 from streamjoin.errors import ProtocolDecodeError
@@ -38,6 +44,47 @@ def _previous(subscription: Subscription) -> PreviousOwnership:
         except ProtocolDecodeError as exc:
             logger.warning("ignoring a member's generation: %s", exc)
     return group_by_topic(subscription.owned_partitions), generation
+
+
+def _cooperative_numbers(
+    target: StickyNumbers, owned: Mapping[str, Sequence[TopicPartition]]
+) -> CooperativeStep:
+    """`cooperative_step(target.assignment(), owned)`, worked out on partition numbers.
+
+    Most members keep exactly what they own, which a comparison of number lists shows; only
+    the others are looked at partition by partition, and only the partitions that move become
+    `TopicPartition`s (see `Assignment`).
+    """
+    layout = target.layout
+    anyone_owns = any(owned.values())
+    claimed_by_anyone: set[int] = set().union(*target.claimed) if anyone_owns else set()
+    assignment: GroupAssignment = {}
+    revoked: dict[str, tuple[TopicPartition, ...]] = {}
+    pending: dict[str, tuple[TopicPartition, ...]] = {}
+    for member, numbers, claimed in zip(
+        target.members, target.numbers, target.claimed, strict=True
+    ):
+        reported = owned.get(member, ())
+        given = Assignment(NumberedPartitions(layout, numbers)) if numbers else _NOTHING
+        assignment[member] = given
+        if not (reported or anyone_owns):
+            continue  # nobody owns anything: nobody gains what another owns
+        if len(reported) == len(claimed) and list(numbers) == sorted(claimed):
+            continue  # keeps exactly what it owns
+        # What it gains and another member still owns waits for the follow-up rebalance.
+        withheld = claimed_by_anyone.intersection(numbers).difference(claimed)
+        if withheld:
+            now = [n for n in numbers if n not in withheld]
+            assignment[member] = Assignment(NumberedPartitions(layout, now)) if now else _NOTHING
+            pending[member] = layout.to_partitions(sorted(withheld))
+        kept = set(numbers)
+        dropped = {tp for tp in reported if layout.number(tp) not in kept}
+        if dropped:
+            revoked[member] = sorted_partitions(dropped)
+    return CooperativeStep(assignment, revoked, pending)
+
+
+_NOTHING = Assignment(())
 
 
 class CooperativeStickyAssignor(PartitionAssignor):
@@ -64,12 +111,12 @@ class CooperativeStickyAssignor(PartitionAssignor):
         subscriptions: Mapping[str, Subscription],
     ) -> CooperativeStep:
         """`assign`, with what is revoked now and handed over in the follow-up rebalance."""
-        target = sticky_assign(
+        target = sticky_numbers(
             partitions_per_topic,
             {member: s.topics for member, s in subscriptions.items()},
             {member: _previous(s) for member, s in subscriptions.items()},
         )
-        return cooperative_step(
+        return _cooperative_numbers(
             target, {member: s.owned_partitions for member, s in subscriptions.items()}
         )
 

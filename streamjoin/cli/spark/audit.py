@@ -1,5 +1,6 @@
-"""`streamjoin audit MODULE:ATTR --join NAME`: recompute a join on Spark and diff it against
-what the streaming workers wrote; exit 1 when records are missing or wrong."""
+"""`streamjoin audit MODULE:ATTR [--join NAME ...]`: recompute joins on Spark (every join of the
+app unless `--join` names some) and compare each with what the workers wrote; exit 1 when
+records are missing, extra or different."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from streamjoin.cli.spark.support import (
     FromOption,
     MasterOption,
     ToOption,
-    load_join,
+    load_joins,
     parse_archives,
     parse_conf,
     reported,
@@ -32,11 +33,10 @@ __all__ = ("register",)
 
 _MEANING = {
     "missing": "expected, not written, unexplained",
+    "extra": "written, but the recomputation has no such record",
+    "different": "written with the same key, timestamp and sources, another value",
     "duplicate": "written more than once (at-least-once replays)",
-    "late_dropped": "a source record arrived after its window + grace",
-    "not_yet_emitted": "sources not processed yet, or the window is still open",
-    "wrong_value": "written with another key, timestamp or value",
-    "unexpected": "written, but the join cannot produce it",
+    "not_yet_emitted": "its cause not processed yet, or its window still open",
 }
 
 
@@ -52,14 +52,22 @@ def _render(report: AuditReport, console: Console) -> None:
         shown = "\n".join(report.examples.get(name, [])) if count else ""
         table.add_row(name, str(count), meaning, shown)
     console.print(table)
-    console.print("FAILED: missing or wrong records" if report.failed else "OK")
+    for topic, behind in sorted(report.lagging.items()):
+        console.print(f"the workers are {behind} records behind on {topic!r}")
+    console.print("FAILED: missing, extra or different records" if report.failed else "OK")
 
 
 def audit(  # noqa: PLR0917 - one parameter per command-line option
     app: Annotated[
         str, typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")
     ],
-    join: Annotated[str, typer.Option(metavar="NAME", help="The name of the join to audit.")],
+    join: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME",
+            help="A join to audit (repeatable); every join of the app when not given.",
+        ),
+    ] = None,
     app_dir: Annotated[
         Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
     ] = Path("."),
@@ -80,14 +88,16 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
     conf: ConfOption = None,
     security: SecurityChoice = NOT_GIVEN,
 ) -> None:
-    """Diff a join's output against its recomputation on Spark, classifying every difference."""
+    """Compare joins' output with their recomputation on Spark, classifying every difference."""
     require_spark()
     from streamjoin.spark import inputs, pipeline, session  # noqa: PLC0415
     from streamjoin.spark.audit import job as diff  # noqa: PLC0415 - optional extra
 
     console = Console(highlight=False)
-    loaded, spec = load_join(app, app_dir, join)
-    with reported(f"audit of join {join!r}"):
+    loaded, specs = load_joins(app, app_dir, join)
+    failed = False
+    what = "audit of " + (f"join {join[0]!r}" if join and len(join) == 1 else f"app {app!r}")
+    with reported(what):
         sources = inputs.Sources(
             security.connection(bootstrap or loaded.settings.broker, loaded.settings.security),
             parse_archives(archive),
@@ -96,14 +106,27 @@ def audit(  # noqa: PLR0917 - one parameter per command-line option
             None if from_ is None else inputs.parse_instant(from_),
             None if to is None else inputs.parse_instant(to),
         )
-        with session.spark_session(master, parse_conf(conf), f"streamjoin-audit-{join}") as spark:
-            options = pipeline.JoinOptions(skip_failures=loaded.settings.on_error == "dlq")
-            group_id = group or loaded.app_id
-            report = diff.audit(
-                spark, spec, group_id, sources, time_range, options=options, examples=examples
+        name = f"streamjoin-audit-{specs[0].name if len(specs) == 1 else loaded.app_id}"
+        with session.spark_session(master, parse_conf(conf), name) as spark:
+            options = pipeline.JoinOptions(
+                skip_failures=loaded.settings.on_error == "dlq",
+                max_record_bytes=loaded.settings.max_record_bytes,
             )
-    _render(report, console)
-    if report.failed:
+            group_id = group or loaded.app_id
+            for spec in specs:
+                report = diff.audit(
+                    spark,
+                    loaded,
+                    spec,
+                    group_id,
+                    sources,
+                    time_range=time_range,
+                    options=options,
+                    examples=examples,
+                )
+                _render(report, console)
+                failed = failed or report.failed
+    if failed:
         raise typer.Exit(1)
 
 

@@ -1,9 +1,9 @@
-"""`streamjoin backfill MODULE:ATTR --join NAME`: run a join over history as a Spark batch job."""
+"""`streamjoin backfill MODULE:ATTR [--join NAME ...]`: run joins over history as one Spark batch
+job (every join of the app unless `--join` names some)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,12 +18,13 @@ from streamjoin.cli.spark.support import (
     FromOption,
     MasterOption,
     ToOption,
-    load_join,
+    load_joins,
     parse_archives,
     parse_conf,
     reported,
     require_spark,
 )
+from streamjoin.errors import ConfigurationError
 
 __all__ = ("register",)
 
@@ -32,7 +33,13 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
     app: Annotated[
         str, typer.Argument(metavar="APP", help="The app, as MODULE:ATTRIBUTE (e.g. app:joins).")
     ],
-    join: Annotated[str, typer.Option(metavar="NAME", help="The name of the join to run.")],
+    join: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME",
+            help="A join to run (repeatable); every join of the app when not given.",
+        ),
+    ] = None,
     app_dir: Annotated[
         Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
     ] = Path("."),
@@ -50,21 +57,21 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
         ),
     ] = None,
     output: Annotated[
-        str | None, typer.Option(metavar="PATH", help="Write the results to Parquet here.")
+        str | None,
+        typer.Option(
+            metavar="PATH",
+            help="Write the results to Parquet here (PATH/JOIN for each of several joins).",
+        ),
     ] = None,
     output_topic: Annotated[
         str | None, typer.Option(metavar="TOPIC", help="Produce the results to this topic instead.")
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --output.")] = False,
-    drop_late: Annotated[
-        bool,
-        typer.Option(help="Leave out the records the streaming job drops as late."),
-    ] = False,
     master: MasterOption = "local[*]",
     conf: ConfOption = None,
     security: SecurityChoice = NOT_GIVEN,
 ) -> None:
-    """Run a join over history (Kafka or Parquet archives) as a Spark batch job."""
+    """Run joins over history (Kafka or Parquet archives) as one Spark batch job."""
     require_spark()
     from streamjoin.spark import backfill as job  # noqa: PLC0415 - optional extra
     from streamjoin.spark import inputs, pipeline, session  # noqa: PLC0415
@@ -72,8 +79,9 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
 
     console = Console(highlight=False)
     started = time.monotonic()
-    loaded, spec = load_join(app, app_dir, join)
-    with reported(f"backfill of join {join!r}"):
+    loaded, specs = load_joins(app, app_dir, join)
+    what = "backfill of " + (f"join {join[0]!r}" if join and len(join) == 1 else f"app {app!r}")
+    with reported(what):
         broker = security.connection(bootstrap or loaded.settings.broker, loaded.settings.security)
         sources = inputs.Sources(
             broker,
@@ -85,20 +93,33 @@ def backfill(  # noqa: PLR0917 - one parameter per command-line option
             None if to is None else inputs.parse_instant(to),
         )
         target = job.OutputTarget(output, output_topic, broker, overwrite)
-        on_error = loaded.settings.on_error
-        options = pipeline.JoinOptions(drop_late=drop_late, skip_failures=on_error == "dlq")
-        with session.spark_session(
-            master, parse_conf(conf), f"streamjoin-backfill-{join}"
-        ) as spark:
-            planned = job.backfill(spark, spec, sources, time_range, options)
-            cached = replace(planned, records=planned.records.cache())
-            count = cached.records.count()
-            job.write_output(cached, target, spec)
-            cached.records.unpersist()
-    where = output if output is not None else f"topic {output_topic!r}"
-    console.print(
-        f"join {join!r}: {count} records to {where} in {time.monotonic() - started:.1f} s"
-    )
+        if output_topic is not None and len(specs) > 1:
+            raise ConfigurationError(
+                "--output-topic takes the results of one join: name it with --join"
+            )
+        options = pipeline.JoinOptions(
+            skip_failures=loaded.settings.on_error == "dlq",
+            max_record_bytes=loaded.settings.max_record_bytes,
+        )
+        name = f"streamjoin-backfill-{specs[0].name if len(specs) == 1 else loaded.app_id}"
+        with session.spark_session(master, parse_conf(conf), name) as spark:
+            planned = job.backfill(
+                spark, loaded, specs, sources, time_range=time_range, options=options
+            )
+            for spec in specs:
+                records = planned.records(spec).cache()
+                count = records.count()
+                job.write_output(planned, spec, records, target)
+                records.unpersist()
+                where = (
+                    job.output_path(target, spec, len(specs) > 1)
+                    if output is not None
+                    else f"topic {output_topic!r}"
+                )
+                console.print(
+                    f"join {spec.name!r}: {count} records to {where} "
+                    f"in {time.monotonic() - started:.1f} s"
+                )
 
 
 def register(app: typer.Typer) -> None:

@@ -103,12 +103,13 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
         ),
     ] = None,
     kafka_source: Annotated[
-        KafkaSource,
+        KafkaSource | None,
         typer.Option(
             help="kafka: Spark's Kafka connector (jars fetched once by Maven); "
-            "python: streamjoin's source on PySpark's Python Data Source API."
+            "python: streamjoin's source on PySpark's Python Data Source API.",
+            show_default="kafka, or python on a broker whose ListOffsets cannot be trusted",
         ),
-    ] = KafkaSource.kafka,
+    ] = None,
     max_records_per_batch: Annotated[
         int | None,
         typer.Option(metavar="N", help="At most N input records per topic per micro-batch."),
@@ -126,15 +127,22 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
     if (output is None) == (not into_topic):
         fail("give exactly one output: --output PATH or --into-topic")
     from streamjoin.spark import connector, session, stream_run, streaming  # noqa: PLC0415
+    from streamjoin.spark.graph import source_topics  # noqa: PLC0415
+    from streamjoin.spark.kafka.trust import untrusted_end_offsets  # noqa: PLC0415
 
     console = Console(highlight=False, soft_wrap=True)
     loaded, spec = load_join(app, app_dir, join)
     with reported(f"spark-stream of join {join!r}"):
-        streaming.streamable(spec)
+        streaming.streamable(loaded, spec)
+        broker = security.connection(bootstrap or loaded.settings.broker, loaded.settings.security)
+        untrusted = untrusted_end_offsets(broker, source_topics(loaded, [spec]))
+        official = _official_source(kafka_source, untrusted)
+        if kafka_source is None and untrusted is not None:
+            console.print(
+                f"reading with streamjoin's Python source, not Spark's Kafka connector: {untrusted}"
+            )
         source = streaming.StreamSource(
-            security.connection(bootstrap or loaded.settings.broker, loaded.settings.security),
-            official=kafka_source is KafkaSource.kafka,
-            max_records_per_batch=max_records_per_batch,
+            broker, official=official, max_records_per_batch=max_records_per_batch
         )
         trigger = streaming.Trigger(available_now, _interval(trigger_interval))
         settings = parse_conf(conf)
@@ -148,6 +156,7 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
                 connector.require_connector(spark)
             query = streaming.start_stream(
                 spark,
+                loaded,
                 spec,
                 source,
                 streaming.StreamTarget(checkpoint, output),
@@ -161,6 +170,20 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
         f"join {join!r}: stopped, {late} late records dropped (behind the watermark); "
         f"a new run over {checkpoint} continues from here"
     )
+
+
+def _official_source(chosen: KafkaSource | None, untrusted: str | None) -> bool:
+    """Whether to read with Spark's connector: as chosen, by default unless the broker's
+    ListOffsets answers (which the connector plans micro-batches from) cannot be trusted."""
+    if chosen is KafkaSource.kafka and untrusted is not None:
+        raise ConfigurationError(
+            f"--kafka-source kafka would miss records on this broker: {untrusted}, and Spark's "
+            "connector plans micro-batches from them; use --kafka-source python (the default "
+            "here), which plans from fetched high watermarks"
+        )
+    if chosen is not None:
+        return chosen is KafkaSource.kafka
+    return untrusted is None
 
 
 _DURATION = re.compile(r"^(\d+)\s*(ms|s|m|h)$")

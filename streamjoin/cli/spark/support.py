@@ -30,6 +30,7 @@ __all__ = (
     "MasterOption",
     "ToOption",
     "load_join",
+    "load_joins",
     "parse_archives",
     "parse_conf",
     "reported",
@@ -145,33 +146,35 @@ def parse_archives(values: list[str] | None) -> dict[str, str]:
 def load_join(reference: str, app_dir: Path, join: str) -> tuple[App, JoinSpec]:
     """The app of `reference` and its join `join`; an app module that fails to import is one
     line too."""
+    loaded, specs = load_joins(reference, app_dir, [join])
+    return loaded, specs[0]
+
+
+def load_joins(
+    reference: str, app_dir: Path, joins: list[str] | None
+) -> tuple[App, list[JoinSpec]]:
+    """The app of `reference` and its joins named `joins` (all of them when None)."""
     where = f"the error is in the app's module or what it imports, from {app_dir.resolve()}"
     with reported(f"importing app {reference!r}", where):
         loaded = load_app(reference, app_dir)
-        spec = runnable_join(loaded, join)
-    return loaded, spec
+        if joins:
+            specs = [runnable_join(loaded, name) for name in dict.fromkeys(joins)]
+        else:
+            specs = [s for s in loaded.joins if not _internal_half(s)]
+    return loaded, specs
+
+
+def _internal_half(spec: JoinSpec) -> bool:
+    return spec.foreign_key is not None and spec.foreign_key.side == "right"
 
 
 def runnable_join(app: App, name: str) -> JoinSpec:
-    """The join `name`, if Spark can run it: filter/map_values run there as in the worker, and
-    a join reading another join's output reads that topic; not yet a join that reads through
-    a key_by (Spark would shuffle instead of reading the repartition topic), nor a join with a
-    table."""
+    """The join `name` as Spark runs it: any kind, a foreign-key join by its own name (not its
+    internal "-fk" half)."""
     spec = app.get_join(name)
-    if spec.window is None:
+    if _internal_half(spec):
         raise ConfigurationError(
-            f"join {name!r} is a {spec.kind}: Spark backfill/audit run windowed stream-stream "
-            "joins only, not joins with tables; recompute it with `streamjoin worker` under a "
-            "new app id reading the same topics from their beginning"
+            f"join {name!r} is the internal half of the foreign-key join "
+            f"{name.removesuffix('-fk')!r}: give that name"
         )
-    rekeyed = {r.topic.name: r for r in app.repartitions}
-    for side, topic in (("left", spec.left), ("right", spec.right)):
-        repartition = rekeyed.get(topic.name)
-        if repartition is not None:
-            through = ", ".join(s.describe() for s in (*repartition.steps, repartition.key_by))
-            raise ConfigurationError(
-                f"join {name!r}: its {side} input goes through {through}, which Spark "
-                "backfill/audit cannot run yet (no Spark shuffle for key_by); run this join "
-                "with the worker"
-            )
     return spec

@@ -98,7 +98,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             metavar="[at_least_once|exactly_once]",
             help="at_least_once: outputs may repeat after a crash, never go missing. "
             "exactly_once: each commit is a Kafka transaction; read the outputs with "
-            "isolation.level=read_committed (README: Processing guarantees).",
+            "isolation.level=read_committed (docs/guarantees.md).",
             show_default=_app_default("processing_guarantee"),
         ),
     ] = None,

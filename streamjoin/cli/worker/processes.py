@@ -20,6 +20,7 @@ import typer
 from streamjoin.cli import fail
 from streamjoin.runtime.process.identity import process_id
 from streamjoin.runtime.process.supervisor import Supervisor
+from streamjoin.state.dir_lock import holding_state_dir
 
 __all__ = ("parse_processes", "run_supervised_workers")
 
@@ -61,18 +62,20 @@ def run_supervised_workers(
     advertised_metrics_url: str | None,
     instance_id: str | None,
 ) -> int:
-    """Run `processes` workers under a supervisor; returns the exit status."""
-    process_id(state_dir / app_id)  # created once, before the children read it
-    supervisor = Supervisor(
-        _child_args(context),
-        processes,
-        metrics_port=metrics_port,
-        metrics_host=metrics_host,
-        metrics_dir=state_dir / app_id / _METRICS_DIR,
-        instance_id=instance_id,
-        advertised_metrics_url=advertised_metrics_url,
-    )
-    return asyncio.run(supervisor.run())
+    """Run `processes` workers under a supervisor, which holds the state directory for them;
+    returns the exit status."""
+    with holding_state_dir(state_dir, app_id):
+        process_id(state_dir / app_id)  # created once, before the children read it
+        supervisor = Supervisor(
+            _child_args(context),
+            processes,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+            metrics_dir=state_dir / app_id / _METRICS_DIR,
+            instance_id=instance_id,
+            advertised_metrics_url=advertised_metrics_url,
+        )
+        return asyncio.run(supervisor.run())
 
 
 def _child_args(context: typer.Context) -> list[str]:

@@ -106,7 +106,7 @@ class ForeignKeyLeft:
             # Streams' too: no result to take back). Any other asks one always, also with its
             # foreign key unchanged, where Kafka Streams asks none: the right delete's answer
             # to the old value may have crossed this update and been discarded as stale, and
-            # the old result must still go (README "Differences from Kafka Streams", 5).
+            # the old result must still go (docs/joins.md, difference 5).
             answer_always = not self._inner or old_fk is not None or lost
             what = SUBSCRIBE if answer_always else SUBSCRIBE_IF_FOUND
             self._send(new_fk, what, digest, key, timestamp)

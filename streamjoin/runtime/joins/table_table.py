@@ -7,7 +7,7 @@ when l is (left), when either is (outer). If one exists after the update, it is 
 none does, a tombstone is emitted when one existed before (judged from the side's old value, as
 Kafka Streams does, so no result store is needed) or when the other side has a value (Kafka
 Streams sends that tombstone too, though no result existed: the one rule of every table join,
-README "Join semantics"); otherwise nothing. The output timestamp is the larger of the
+docs/joins.md); otherwise nothing. The output timestamp is the larger of the
 update's and the other side's value's.
 
 Each side's store is fed by its own topic (its changelog). A record the task processes again

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.kafka.connect_errors import in_words
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.runtime.output.sink import OutgoingRecord
 
@@ -29,14 +30,27 @@ class DeliveryError(StreamJoinError):
     """The producer could not deliver an output record; nothing after it may be committed."""
 
 
+class DeliveryWatcher(Protocol):
+    """Told the offsets of each batch to one of its topics once the broker has stored it
+    (runtime/tasks/in_flight.py)."""
+
+    @property
+    def topics(self) -> frozenset[str]: ...
+
+    def acknowledged(self, topic: str, partition: int, base_offset: int, count: int) -> None: ...
+
+
 class ProducerSink:
     """The producer must not have key or value serializers: records are bytes."""
 
     def __init__(self, producer: Any) -> None:
         self._producer = producer
+        self.watcher: DeliveryWatcher | None = None
         self._queued: list[OutgoingRecord] = []
         self._in_flight: list[asyncio.Future[Any]] = []
         self._partition_counts: dict[str, int] = {}
+        self._failed: BaseException | None = None
+        """The first delivery that failed: once set, no flush succeeds again."""
         self.sent: Counter[str] = Counter()
         """Records handed to the producer, by topic."""
 
@@ -70,15 +84,27 @@ class ProducerSink:
         """Everything sent before this call is acknowledged by the broker, or DeliveryError.
 
         Records sent while it waits are left to the next flush, so the worker can go on
-        processing during a commit.
+        processing during a commit. Once a delivery has failed every flush raises, the later
+        ones too: the record is gone, and no input offset may be committed past it (a
+        revocation's commit or the final one, after the periodic commit saw the failure).
         """
         await self.drain()
         in_flight, self._in_flight = self._in_flight, []
-        for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise DeliveryError(
-                    f"an output record was not delivered ({type(outcome).__name__}: {outcome})"
-                ) from outcome
+        if self._failed is None:
+            for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    self._failed = outcome
+                    break
+        else:  # reported already: these outcomes change nothing (nor go unretrieved)
+            for delivery in in_flight:
+                delivery.add_done_callback(_retrieve)
+        if self._failed is not None:
+            failed = self._failed
+            raise DeliveryError(
+                f"an output record was not delivered ({type(failed).__name__}: "
+                f"{in_words(failed)}); nothing is committed past it: its input is processed "
+                "again from the last commit"
+            ) from failed
 
     @staticmethod
     def _append(batch: Any, r: OutgoingRecord) -> Any:
@@ -86,9 +112,24 @@ class ProducerSink:
 
     async def _send(self, batch: Any, topic: str, partition: int) -> None:
         batch.close()
-        self._in_flight.append(await self._producer.send_batch(batch, topic, partition=partition))
+        future = await self._producer.send_batch(batch, topic, partition=partition)
+        self._in_flight.append(future)
+        watcher = self.watcher
+        if watcher is not None and topic in watcher.topics:
+            tell, count = watcher.acknowledged, batch.record_count()
+
+            def stored(done: asyncio.Future[Any]) -> None:
+                if not done.cancelled() and done.exception() is None and done.result() is not None:
+                    tell(topic, partition, done.result().offset, count)
+
+            future.add_done_callback(stored)
 
     async def _partition_count(self, topic: str) -> int:
         """Asked of the producer's metadata once per topic (not awaited per record)."""
         count = self._partition_counts[topic] = len(await self._producer.partitions_for(topic))
         return count
+
+
+def _retrieve(delivery: asyncio.Future[Any]) -> None:
+    if not delivery.cancelled():
+        delivery.exception()

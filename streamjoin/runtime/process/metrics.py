@@ -104,6 +104,12 @@ def register_worker_metrics(
         per_join("late_no_partner"),
     )
     registry.register(
+        "upstream_wait_seconds_total",
+        "counter",
+        "Seconds joins waited for records on their way through a repartition topic, over tasks",
+        lambda: [((), manager.scheduler.held_s)],
+    )
+    registry.register(
         "join_no_match_dropped_total",
         "counter",
         "Stream records an inner global-table join dropped: no table value for their key",

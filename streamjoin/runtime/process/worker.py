@@ -26,7 +26,6 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
-from streamjoin.compiled import build_description
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
 from streamjoin.group.errors import CommitFailedError
@@ -50,18 +49,17 @@ from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
+from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
 from streamjoin.runtime.process.watch import watch_group
-from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
-from streamjoin.runtime.topology.app_topology import AppTopology, TaskId, store_specs
-from streamjoin.runtime.topology.topic_check import check_running_topics, check_topics
-from streamjoin.state.changelog_topics import ensure_changelogs
+from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
+from streamjoin.runtime.topology.topic_check import check_running_topics
+from streamjoin.state.dir_lock import holding_state_dir
 from streamjoin.state.layout import StateDirectory
-from streamjoin.state.memory import return_freed_memory_promptly
 
 __all__ = ("Worker", "WorkerOptions")
 
@@ -102,6 +100,7 @@ class Worker:
         self.metrics = MetricsRegistry()
         self.loop_monitor = LoopMonitor()
         self.services = tuple(services)
+        self.watch: BrokerWatch | None = None
         self.status: WorkerStatus | None = None  # its live state (GET /status) once it runs
         self.last_commit_ms: int | None = None
 
@@ -116,44 +115,35 @@ class Worker:
             self._stopping.set()
 
     async def run(self) -> None:
-        logger.info("per-record path: %s", build_description())
-        logger.info("%s", self.memory.describe())
-        logger.info("kafka at %s: %s", self.kafka.bootstrap, self.kafka.security.describe())
-        return_freed_memory_promptly()
-        compiled = await check_topics(self.app, self.kafka)
-        partitions = {name: count or 0 for name, count in compiled.tasks.items()}
-        topology = AppTopology(self.app, partitions)
-        self.global_tables = GlobalTables(
-            {
-                spec.right.name: compiled.partitions[spec.right.name] or 0
-                for spec in self.app.joins
-                if spec.is_global
-            },
-            StateDirectory(self.state_dir, self.app.app_id),
-            self.memory,
-            self.kafka,
-        )
-        await ensure_changelogs(
-            self.kafka,
-            self.app.app_id,
-            {
-                store: partitions[spec.name]
-                for spec in self.app.joins
-                for store in store_specs(spec)
-            },
-        )
-        await self.global_tables.start()  # restored before any task runs
-        try:
-            await self._run_restarting(topology, compiled)
-        finally:
-            await self.global_tables.close()
+        # A worker of its own refuses a state directory another worker holds; the processes
+        # of a host share one under their supervisor, which holds it for them.
+        with (
+            holding_state_dir(self.state_dir, self.app.app_id)
+            if self.options.member_index is None
+            else contextlib.nullcontext()
+        ):
+            prepared = await prepare(
+                self.app,
+                self.kafka,
+                state_dir=self.state_dir,
+                memory=self.memory,
+                process=self.options.member_index,
+            )
+            self.global_tables = prepared.global_tables
+            failed = True
+            try:
+                await self._run_restarting(prepared.topology, prepared.compiled)
+                failed = False
+            finally:
+                # After a failure (no broker) its consumer gets seconds to stop, as the others.
+                await closed(self.global_tables.close(), quickly=failed)
 
     async def _run_restarting(self, topology: AppTopology, compiled: Topology) -> None:
         """Run; exactly-once: start over (new producer, new member) when a transaction fails."""
 
         async def attempt() -> None:
             producer = await self._start_producer()
-            watch = BrokerWatch(
+            self.watch = watch = BrokerWatch(
                 producer.client,
                 self.kafka.bootstrap,
                 give_up_after_s=self.app.settings.broker_unavailable_timeout_s,
@@ -231,6 +221,7 @@ class Worker:
             # Exactly-once: the task manager holds the transaction lock while it commits.
             commit=self._commit_held if self.exactly_once else self._commit,
             transaction=self.transaction if self.exactly_once else None,
+            kafka=self.kafka,
         )
         consumer = worker_consumer(
             topology.input_topics(),
@@ -385,10 +376,18 @@ class Worker:
             try:
                 await self.consumer.commit(offsets)
             except CommitFailedError as exc:
-                logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+                self._not_committed(exc)
                 return
             self.last_commit_ms = int(time.time() * 1000)
             self.purger.after_commit(offsets)
+
+    def _not_committed(self, exc: CommitFailedError) -> None:
+        """Say so, unless the broker is away: the broker watch said that once, and a commit
+        fails every few seconds until it is back (the next one carries these offsets)."""
+        if not exc.retriable:
+            logger.warning("offsets not committed (they will be reprocessed): %s", exc)
+        elif self.watch is None or self.watch.lost_since is None:
+            logger.info("offsets not committed yet (the next commit carries them): %s", exc)
 
     async def _commit_held(self, tasks: frozenset[TaskId]) -> None:
         await self._commit_transaction()

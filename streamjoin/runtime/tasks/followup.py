@@ -1,6 +1,6 @@
-"""Ask for the follow-up rebalance as soon as every warm-up on this worker has caught up
-(seed 001), instead of waiting for the probing interval, which stays as the fallback. A warm-up
-is a learner, or a standby that a move to this worker warms up in (the task runs on a worker
+"""Ask for the follow-up rebalance as soon as every warm-up on this worker has caught up (KIP-441;
+docs/rebalancing.md), instead of waiting for the probing interval, which stays as the fallback. A
+warm-up is a learner, or a standby that a move to this worker warms up in (the task runs on a worker
 that had it as a standby meanwhile): both complete a move once caught up.
 
 Never during a rebalance, and never in a loop: if the group answers a request with the same

@@ -1,5 +1,5 @@
-"""The worker's global tables (Kafka Streams' GlobalKTable): every worker reads every partition
-of each global topic into its own local store, outside the consumer group.
+"""The worker's global tables (Kafka Streams' GlobalKTable): every worker reads every partition of
+each global topic into its own local store, outside the consumer group.
 
     tables = GlobalTables(topics, directory, memory, kafka)
     await tables.start()     # restores each store to the topic's end: before any task runs
@@ -10,9 +10,10 @@ of each global topic into its own local store, outside the consumer group.
 
 One consumer with a manual assignment of all their partitions reads them: from the store's
 checkpoint (only the tail after a restart), to the high watermark seen in fetch answers
-(ListOffsets is not trusted, see broker.md). While the worker runs, the updates fetched so far
-are applied at the start of each loop round, so a stream record sees every table update fetched
-before it; the table is not synchronised with the stream by timestamp (as in Kafka Streams).
+(ListOffsets is not trusted, see docs/broker-facts.md). While the worker runs, the updates
+fetched so far are applied at the start of each loop round, so a stream record sees every table
+update fetched before it; the table is not synchronised with the stream by timestamp (as in Kafka
+Streams).
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ class GlobalTables:
         kafka: KafkaTarget,
         *,
         client_id: str = "streamjoin-global",
+        process: int | None = None,
     ) -> None:
-        """`partitions`: each global topic's partition count."""
+        """`partitions`: each global topic's partition count; `process`: the worker's index
+        among its host's `--processes` (each keeps its own copy)."""
         self._partitions = dict(partitions)
+        self._process = process
         self._directory = directory
         self._memory = memory
         self._kafka = connect(kafka)
@@ -100,7 +104,7 @@ class GlobalTables:
         if not self._partitions:
             return
         for topic in sorted(self._partitions):
-            self._stores[topic] = GlobalStore(topic, self._directory, self._memory)
+            self._stores[topic] = GlobalStore(topic, self._directory, self._memory, self._process)
         self._consumer = self._kafka.consumer(
             client_id=self._client_id,
             enable_auto_commit=False,
@@ -215,10 +219,14 @@ class GlobalTables:
             store.checkpoint()
 
     async def close(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
-            self._consumer = None
-        for store in self._stores.values():
-            store.checkpoint()
-            store.close()
-        self._stores.clear()
+        """Stop reading, then checkpoint and close the stores, even when stopping the consumer
+        fails: without a broker, aiokafka's stop may raise its fetcher's CancelledError."""
+        consumer, self._consumer = self._consumer, None
+        try:
+            if consumer is not None:
+                await consumer.stop()
+        finally:
+            for store in self._stores.values():
+                store.checkpoint()
+                store.close()
+            self._stores.clear()

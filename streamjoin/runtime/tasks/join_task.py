@@ -23,7 +23,8 @@ from streamjoin.runtime.tasks.admission import (
     record_size,
     wall_clock_ms,
 )
-from streamjoin.runtime.tasks.ordering import TimestampOrderedInputs
+from streamjoin.runtime.tasks.lateness import LatenessReport, late_records
+from streamjoin.runtime.tasks.ordering import NO_LIMIT, TimestampOrderedInputs
 from streamjoin.runtime.tasks.output_writer import OutputWriter
 from streamjoin.runtime.topology.app_topology import JoinProcessor, TaskId
 
@@ -63,9 +64,15 @@ class JoinTask:
         max_idle_ms: int = 0,
         max_future_ms: int = DEFAULT_MAX_FUTURE_MS,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        time_sorted: frozenset[Side] = frozenset(),
+        rekeyed: dict[int, str] | None = None,
     ) -> None:
+        """`time_sorted`: sides read in timestamp order rather than offset order (a
+        repartition topic that several workers write; see TimeSortedBuffer); `rekeyed`: the
+        topic each side read through a key_by comes from (for messages)."""
         self.app_id = app_id
         self.spec = spec
+        self.time_sorted = time_sorted
         self.task_id = task_id
         self.processor = processor
         self.dead_letters = 0
@@ -76,7 +83,7 @@ class JoinTask:
         )
         self._output = OutputWriter(spec, task_id.partition, sink, max_record_bytes)
         self._inputs: TimestampOrderedInputs[Any] = TimestampOrderedInputs(
-            len(spec.input_topics), max_idle_ms
+            len(spec.input_topics), max_idle_ms, frozenset(int(side) for side in time_sorted)
         )
         self._key_checks: tuple[Serde | None, Serde | None] = (
             _checking(spec.left.key_serde),
@@ -86,6 +93,7 @@ class JoinTask:
         self._chains = (_chain(spec, Side.LEFT), _chain(spec, Side.RIGHT))
         self.filtered = 0
         """Records a filter step dropped."""
+        self.lateness = LatenessReport(spec, str(task_id), rekeyed)
         self._positions: dict[Side, int] = {}
         self._skipped_through: dict[Side, int] = {}
         """Per side: the offset after the last record refused before it was buffered; it counts
@@ -139,25 +147,44 @@ class JoinTask:
     def positions(self) -> dict[Side, int]:
         """Next offset to consume per side: everything before it has been processed."""
         positions = dict(self._positions)
+        for index, position in self._inputs.sorted_positions().items():
+            positions[SIDES[index]] = position
         for side, through in self._skipped_through.items():
             if not self._inputs.buffered_for(side) and through > positions.get(side, 0):
                 positions[side] = through
         return positions
 
-    def process(self, now_ms: float, lag: Callable[[Side], int | None], budget: int = 1_000) -> int:
-        """Process up to `budget` buffered records in timestamp order; returns how many.
-        `lag(side)`: records of that side on the broker not yet fetched (None: unknown)."""
+    def heads(self) -> dict[Side, Any]:
+        """Each side's next buffered record."""
+        return {
+            SIDES[i]: record for i, record in enumerate(self._inputs.heads()) if record is not None
+        }
+
+    def process(
+        self,
+        now_ms: float,
+        lag: Callable[[Side], int | None],
+        budget: int = 1_000,
+        limit: int = NO_LIMIT,
+    ) -> int:
+        """Process up to `budget` buffered records in timestamp order, none later than `limit`;
+        returns how many. `lag(side)`: records of that side on the broker not yet fetched
+        (None: unknown)."""
         done = 0
         next_record, process_one = self._inputs.next, self._process_one
         lag_of_index = lambda index: lag(SIDES[index])  # noqa: E731 - made once per call
         while done < budget:
-            picked = next_record(now_ms, lag_of_index)
+            picked = next_record(now_ms, lag_of_index, limit)
             if picked is None:
                 break
             index, record = picked
             process_one(SIDES[index], record)
             done += 1
         return done
+
+    def next_timestamp(self, now_ms: float, lag: Callable[[Side], int | None]) -> int:
+        """The timestamp of the record it would process next (see `TimestampOrderedInputs`)."""
+        return self._inputs.next_timestamp(now_ms, lambda index: lag(SIDES[index]))
 
     def accept(self, side: Side, record: Any, now_ms: int) -> None:
         """Process `record` now: the task it belongs to orders the input of its members itself
@@ -182,7 +209,12 @@ class JoinTask:
                     self.filtered += 1
                     self._positions[side] = record.offset + 1
                     return
+            counters = self.processor.counters
+            late = late_records(counters)
             results = self.processor.process(source)
+            if late_records(counters) != late:
+                stream_time = getattr(self.processor, "stream_time", None)
+                self.lateness.late(side, record.timestamp, stream_time)
         except (SerdeError, BadRecordError, StepError) as error:
             self._reject(side, record, error)
         else:

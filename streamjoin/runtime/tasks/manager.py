@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
+from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.output.sink import RecordSink
 from streamjoin.runtime.tasks.input_size import MAX_BUFFERED_PER_INPUT, RecordSize, inputs_to_pause
@@ -27,6 +28,7 @@ from streamjoin.runtime.tasks.join_task import JoinTask
 from streamjoin.runtime.tasks.repartition import RepartitionTask
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.tasks.running import MemberTask, RunningTask, member_task, running_task
+from streamjoin.runtime.tasks.scheduler import Scheduler
 from streamjoin.runtime.tasks.standbys import Standbys
 from streamjoin.runtime.topology.app_topology import AppTopology, GlobalTables, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
@@ -66,6 +68,7 @@ class TaskManager(RebalanceListener):
         sink: RecordSink,
         commit: Callable[[frozenset[TaskId]], Awaitable[None]],
         transaction: asyncio.Lock | None = None,
+        kafka: KafkaConnection | None = None,
     ) -> None:
         """`commit(task_ids)` commits those tasks. Set `fetch` to the consumer whose partitions
         are paused while their task restores.
@@ -73,7 +76,7 @@ class TaskManager(RebalanceListener):
         `transaction` (exactly-once): the lock the worker holds while tasks process and while
         it commits. Revocation holds it from the commit until the tasks are gone, so nothing
         they process in between lands in the next transaction; losing a task fails the worker,
-        since the open transaction holds its output."""
+        since the open transaction holds its output. `kafka`: see Scheduler."""
         app = topology.app
         self.app = app
         self.topology = topology
@@ -105,13 +108,16 @@ class TaskManager(RebalanceListener):
         self.rebalances = 0
         self._standbys = Standbys(topology, roles, state, active=self.active.keys)
         self.failure: BaseException | None = None
-        """Why a task could not be opened; the worker stops with it."""
+        """Why a task could not be opened, or revoked tasks not committed; the worker stops
+        with it."""
         self.records_in: Counter[str] = Counter()
         self.retired: defaultdict[str, JoinCounters] = defaultdict(JoinCounters)
         """Counters of tasks this worker no longer runs, by join."""
         self.repartitioned: Counter[str] = Counter()
         """Records re-keyed by repartition tasks this worker no longer runs, by sub-topology."""
         self.retired_dead_letters: Counter[str] = Counter()
+        self.scheduler = Scheduler(topology, sink, kafka)
+        self.writes = self.scheduler.writes
 
     # -- group callbacks ------------------------------------------------------------------------
 
@@ -120,6 +126,7 @@ class TaskManager(RebalanceListener):
         here now, then bring standbys and learners in line with the assignment."""
         self.rebalances += 1
         self._owned |= partitions
+        self.writes.reading(partitions)
         opening = [t for t in sorted(self._complete_tasks(partitions)) if t not in self.active]
         # Register every new task (and pause its inputs) before the first await, so no record
         # fetched meanwhile finds its task missing.
@@ -140,10 +147,11 @@ class TaskManager(RebalanceListener):
             try:
                 if leaving:
                     await self._commit(frozenset(leaving))
-            except Exception as exc:
-                if self._transaction is None:
-                    raise
-                # The transaction cannot commit: these tasks go without it, the worker fails.
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the worker fails with it
+                # Not all they caused is safe (an output not delivered, a changelog not
+                # confirmed, exactly-once: the transaction): they go uncommitted, now and for
+                # good, and the worker fails; their next owner reprocesses their input from the
+                # last commit.
                 self.failure, clean = self.failure or exc, False
             for task_id in leaving:
                 await self._drop(task_id, clean=clean)
@@ -170,6 +178,7 @@ class TaskManager(RebalanceListener):
             if tp not in self._owned:  # fetched before a revocation: its next owner reads it
                 continue
             count += len(records)
+            self.writes.fetched(tp, records)
             self.records_in[tp.topic] += len(records)
             self.record_size.observe(records)
             name = self._readers.get(tp.topic)
@@ -188,20 +197,9 @@ class TaskManager(RebalanceListener):
     def process(
         self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 500
     ) -> int:
-        """Process up to `budget` buffered records, a slice per running task in turn, so one
-        call never keeps the event loop (heartbeats, fetches) waiting for long."""
-        running = [a.running for a in self.active.values() if a.running is not None]
-        done = 0
-        while running and done < budget:
-            share = max(1, (budget - done) // len(running))
-            still_busy = []
-            for task in running:
-                count = task.process(now_ms, lag, min(share, 200))
-                done += count
-                if count:
-                    still_busy.append(task)
-            running = still_busy
-        return done
+        """Process up to `budget` buffered records (scheduler.py)."""
+        active = {task_id: a.running for task_id, a in self.active.items()}
+        return self.scheduler.process(active, now_ms, lag, budget, self._full)
 
     def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
         """Offsets to commit: the position of each input partition a running task has started
@@ -272,6 +270,7 @@ class TaskManager(RebalanceListener):
     async def close(self) -> None:
         """Stop opening tasks, finish closing the tasks with no role here (the worker closes
         the state manager itself)."""
+        await self.scheduler.close()
         await self._standbys.close()
         for active in self.active.values():
             if active.opening is not None:
@@ -299,6 +298,7 @@ class TaskManager(RebalanceListener):
     def _forget_waiting(self, partitions: frozenset[TopicPartition]) -> None:
         """Drop records held for tasks that read these partitions: never processed, so never
         committed, and their next owner fetches them again."""
+        self.writes.forget(partitions)
         for task_id in list(self._waiting):
             if partitions & set(self._inputs(task_id)):
                 del self._waiting[task_id]
@@ -341,6 +341,7 @@ class TaskManager(RebalanceListener):
                     state=state,
                     sink=self._sink,
                     global_tables=self.global_tables,
+                    writes=self.writes,
                 ),
             )
             for member in self.topology.members(task_id.subtopology)

@@ -21,6 +21,8 @@ from streamjoin.dsl.steps import StepChain, StepError
 from streamjoin.runtime.joins.records import Side
 from streamjoin.runtime.output.dead_letters import BadRecordError, dead_letter
 from streamjoin.runtime.output.sink import OutgoingRecord, RecordSink
+from streamjoin.runtime.tasks.in_flight import InFlightWrites
+from streamjoin.runtime.tasks.ordering import NO_LIMIT, WAITING
 
 __all__ = ("RepartitionTask",)
 
@@ -39,7 +41,10 @@ class RepartitionTask:
         sink: RecordSink,
         *,
         on_error: Literal["dlq", "fail"] = "dlq",
+        writes: InFlightWrites | None = None,
     ) -> None:
+        """`writes`: where the worker notes each record on its way to the repartition topic
+        (which also chooses its partition); None leaves the partition to the sink."""
         self.app_id = app_id
         self.repartition = repartition
         self.task_id = task_id
@@ -58,6 +63,7 @@ class RepartitionTask:
         self._topic = repartition.topic.name
         self._buffer: deque[Any] = deque()
         self._position: int | None = None
+        self._writes = writes
 
     def side_of(self, topic: str) -> Side:
         if topic == self.repartition.source.name:
@@ -73,17 +79,36 @@ class RepartitionTask:
     def buffered_for(self, side: Side) -> int:
         return len(self._buffer)
 
+    def heads(self) -> dict[Side, Any]:
+        return {Side.LEFT: self._buffer[0]} if self._buffer else {}
+
     def positions(self) -> dict[Side, int]:
         return {} if self._position is None else {Side.LEFT: self._position}
 
-    def process(self, now_ms: float, lag: Callable[[Side], int | None], budget: int = 1_000) -> int:
-        """Re-key up to `budget` buffered records in offset order; returns how many."""
+    def process(
+        self,
+        now_ms: float,
+        lag: Callable[[Side], int | None],
+        budget: int = 1_000,
+        limit: int = NO_LIMIT,
+    ) -> int:
+        """Re-key up to `budget` buffered records in offset order, stopping at one stamped
+        later than `limit` (the worker writes its key_bys' records in time order); returns
+        how many."""
         buffer, process_one = self._buffer, self._process_one
         done = 0
-        while buffer and done < budget:
+        while buffer and done < budget and buffer[0].timestamp <= limit:
             process_one(buffer.popleft())
             done += 1
         return done
+
+    def next_timestamp(self, now_ms: float, lag: Callable[[Side], int | None]) -> int:
+        """The timestamp of the next record to re-key; WAITING while the input is empty with
+        records on the broker (or not fetched yet), NO_LIMIT when it is caught up."""
+        if self._buffer:
+            return int(self._buffer[0].timestamp)
+        behind = lag(Side.LEFT)
+        return WAITING if behind is None or behind > 0 else NO_LIMIT
 
     def accept(self, side: Side, record: Any, now_ms: int) -> None:
         """Re-key `record` now (its task orders the input of its members itself)."""
@@ -107,7 +132,9 @@ class RepartitionTask:
             self._reject(record, error)
         else:
             headers = [(k, v) for k, v in getattr(record, "headers", None) or ()]
-            self._sink.send(OutgoingRecord(self._topic, key, raw, record.timestamp, headers))
+            writes, topic, ts = self._writes, self._topic, record.timestamp
+            partition = None if writes is None else writes.write(topic, key, ts)
+            self._sink.send(OutgoingRecord(topic, key, raw, ts, headers, partition=partition))
             self.records_out += 1
         self._position = record.offset + 1
 

@@ -1,11 +1,11 @@
 """How an app's sub-topologies become tasks: task ids, the stores each task needs, its processor.
 
-A join's task for partition p reads partition p of both input topics (seed 000: one partition
-number across the co-partitioned topics); a `key_by`'s stateless task p reads partition p of the
-topic before it. Joins and key_bys reading a common topic are one sub-topology, whose task p runs
-them all (`subtopology_groups`). A task id is "<sub-topology>_<partition>": "<join>_<p>" (which
-also names the task's state directory), "<key_by name>-repartition_<p>", or for several
-"<member>.<member>_<p>".
+A join's task for partition p reads partition p of both input topics (one partition
+number across the co-partitioned topics, docs/rebalancing.md); a `key_by`'s stateless task p
+reads partition p of the topic before it. Joins and key_bys reading a common topic are one
+sub-topology, whose task p runs them all (`subtopology_groups`). A task id is
+"<sub-topology>_<partition>": "<join>_<p>" (which also names the task's state directory), "<key_by
+name>-repartition_<p>", or for several "<member>.<member>_<p>".
 """
 
 from __future__ import annotations

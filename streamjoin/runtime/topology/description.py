@@ -96,7 +96,28 @@ def describe_topology(topology: Topology) -> dict[str, Any]:
         "subtopologies": subtopologies,
         "internal_topics": internal,
         "global_tables": _global_tables(topology),
+        "warnings": _lateness_warnings(topology),
     }
+
+
+def _lateness_warnings(topology: Topology) -> list[str]:
+    """Joins whose records may come late with nothing to absorb it: a windowed join with no
+    grace that reads a side through a key_by."""
+    sources = {r.topic.name: r.source.name for r in topology.app.repartitions}
+    warnings = []
+    for spec in topology.joins:
+        rekeyed = [sources[t] for t in spec.input_topics if t in sources]
+        if spec.window is None or spec.window.grace_ms or not rekeyed:
+            continue
+        warnings.append(
+            f"join {spec.name!r} has no grace and reads {' and '.join(rekeyed)} through a "
+            "key_by: the workers hold the join back until what is on its way through the "
+            "repartition topic has arrived, but a record of an input loaded after the other "
+            "one, or out of time order within its partition, comes late and misses partners "
+            "its store no longer holds; give the join a grace (JoinWindows(grace=...)) that "
+            "covers how late such records may be"
+        )
+    return warnings
 
 
 def _global_tables(topology: Topology) -> list[dict[str, Any]]:

@@ -1,20 +1,25 @@
-"""Audit: recompute a join on Spark and diff it, record by record, against what the streaming
-workers wrote to the output topic.
+"""Audit: recompute a join on Spark (every kind, as backfill does) and compare it, record by
+record, with what the workers wrote to its output topic.
 
-Records are matched exactly by their provenance headers (`streamjoin.left` / `.right` =
-"topic:partition:offset"): the expected result with the same sources is the same result. Every
-difference gets a reason:
+A record is identified by its key, its timestamp and its provenance headers
+(`streamjoin.left`/`.right` = "topic:partition:offset"; for a record of an internal topic, a
+repartition topic or another join's output, "topic:partition": Spark cannot know its offset
+there), and compared by value (first as bytes, then decoded: the same object may be spelled two
+ways). Per identity, every difference gets a class:
 
-- duplicate: the same result written more than once (at-least-once replays; harmless),
-- late_dropped: the streaming job dropped a source record as late (outside its window plus
-  grace), so a result is missing, or a non-match was written instead of a match,
-- not_yet_emitted: a source is beyond the group's committed offset, or a non-match's window
-  (plus grace) is still open at the stream time the committed offsets reached,
-- wrong_value: the result exists but its key, timestamp or value differs,
-- unexpected: a result the join cannot produce from its inputs,
-- missing: none of the above explains it.
+- duplicate: a result written more than once (at-least-once replays; harmless),
+- not_yet_emitted: an expected result whose cause the workers had not processed yet (a source
+  record past the group's committed offset, an internal topic not caught up, or a left join's
+  non-match whose window has not closed),
+- different: written with the same key, timestamp and sources but another value,
+- missing: expected, not written, not explained,
+- extra: written, but the recomputation has no such record,
+- order_dependent: in a table join's output, an update in between of a key whose last value is
+  the recomputation's (audit/tables.py).
 
-Missing, wrong_value and unexpected fail the audit.
+Missing, different and extra fail the audit. The recomputation assumes the processing order of
+`order.py`: where the workers took records in another order (an input read far behind another),
+results that depend on the order can differ, and are reported.
 """
 
 from __future__ import annotations
@@ -24,19 +29,23 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as sf
 
+from streamjoin.dsl.app import App
 from streamjoin.dsl.spec import JoinSpec
 from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
-from streamjoin.spark.audit.sources import source_status, task_stream_times
-from streamjoin.spark.audit.values import same_values
+from streamjoin.spark.audit.sources import committed_frame, internal_topics, lagging
+from streamjoin.spark.audit.tables import final_values_agree
+from streamjoin.spark.audit.values import canonical_values
+from streamjoin.spark.graph import AppJob
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
-from streamjoin.spark.pipeline import JoinOptions, join_results
+from streamjoin.spark.order import END, POSITION
+from streamjoin.spark.pipeline import JoinOptions
 from streamjoin.spark.records import header_value
-from streamjoin.spark.stream_time import with_lateness
 
 __all__ = ("CLASSES", "FAILING", "AuditReport", "audit")
 
-CLASSES = ("missing", "duplicate", "late_dropped", "not_yet_emitted", "wrong_value", "unexpected")
-FAILING = ("missing", "wrong_value", "unexpected")
+CLASSES = ("missing", "extra", "different", "duplicate", "not_yet_emitted", "order_dependent")
+FAILING = ("missing", "extra", "different")
+_ID = ("i_key", "i_ts", "i_left", "i_right")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,186 +54,229 @@ class AuditReport:
     expected: int
     """Results the recomputation gives in the time range."""
     written: int
-    """Records the streaming job wrote in the time range (duplicates included)."""
+    """Records the workers wrote in the time range (duplicates included)."""
     matched: int
-    """Expected results written with the right key, timestamp and value."""
+    """Expected results written with the right key, timestamp, sources and value."""
     counts: dict[str, int]
     examples: dict[str, list[str]] = field(default_factory=dict)
+    lagging: dict[str, int] = field(default_factory=dict)
+    """Internal topics the workers had not caught up with: topic -> records behind."""
 
     @property
     def failed(self) -> bool:
         return any(self.counts[name] for name in FAILING)
 
 
-def _written(output: DataFrame, time_range: TimeRange) -> DataFrame:
-    """The output records in range, one row per distinct source pair with its copy count."""
-    tagged = output.where(time_range.contains(sf.col("timestamp"))).select(
-        header_value(sf.col("headers"), LEFT_SOURCE_HEADER).cast("string").alias("a_left"),
-        header_value(sf.col("headers"), RIGHT_SOURCE_HEADER).cast("string").alias("a_right"),
-        sf.col("key").alias("a_key"),
-        sf.col("timestamp").alias("a_ts"),
-        sf.col("value").alias("a_value"),
-    )
-    return tagged.groupBy("a_left", "a_right").agg(
-        sf.count(sf.lit(1)).alias("a_copies"),
-        sf.first("a_key").alias("a_key"),
-        sf.first("a_ts").alias("a_ts"),
-        sf.first("a_value").alias("a_value"),
+def _normalized(source: Column, internal: list[str]) -> Column:
+    """A provenance header as Spark can know it: without the offset for an internal topic."""
+    topic = sf.regexp_extract(source, r"^(.*):(\d+):(\d+)$", 1)
+    shorter = sf.regexp_extract(source, r"^(.*:\d+):\d+$", 1)
+    if not internal:
+        return source
+    return sf.when(topic.isin(internal), shorter).otherwise(source)
+
+
+def _written(output: DataFrame, time_range: TimeRange, internal: list[str]) -> DataFrame:
+    headers = sf.col("headers")
+    return output.where(time_range.contains(sf.col("timestamp"))).select(
+        sf.col("key").alias("i_key"),
+        sf.col("timestamp").alias("i_ts"),
+        _normalized(header_value(headers, LEFT_SOURCE_HEADER).cast("string"), internal).alias(
+            "i_left"
+        ),
+        _normalized(header_value(headers, RIGHT_SOURCE_HEADER).cast("string"), internal).alias(
+            "i_right"
+        ),
+        "value",
+        sf.lit(0).alias("e"),
+        sf.lit(1).alias("w"),
+        sf.lit(False).alias("unseen"),
     )
 
 
-def _partner_checks(results: DataFrame, status: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per left (and per right) source: how many partners it has, and how many of them the
-    streaming job could not have seen (late or not yet processed)."""
-    pairs = results.where(sf.col("left_source").isNotNull() & sf.col("right_source").isNotNull())
-    unseen = ~sf.col("processed") | sf.col("late")
-
-    def per(own: str, other: str) -> DataFrame:
-        joined = pairs.join(status, pairs[other] == status["source"], "left")
-        return joined.groupBy(sf.col(own).alias("source")).agg(
-            sf.count(sf.lit(1)).alias("partners"),
-            sf.sum(sf.when(unseen, 1).otherwise(0)).alias("unseen_partners"),
-        )
-
-    return per("left_source", "right_source"), per("right_source", "left_source")
-
-
-def _classify(spec: JoinSpec, diff: DataFrame) -> Column:
-    window = spec.window
-    assert window is not None
-    expected, written = sf.col("e_present"), sf.col("a_copies").isNotNull()
-    non_match = sf.col("left_source").isNull() | sf.col("right_source").isNull()
-    unprocessed = ~sf.coalesce(sf.col("l_processed"), sf.lit(True)) | ~sf.coalesce(
-        sf.col("r_processed"), sf.lit(True)
+def _expected(
+    job: AppJob, spec: JoinSpec, time_range: TimeRange, committed: DataFrame, behind: bool
+) -> DataFrame:
+    """The recomputed results in range, each with `unseen`: its cause not processed yet."""
+    results = job.results(spec).where(time_range.contains(sf.col("timestamp")))
+    ranks = job.ranks
+    topic_of = sf.create_map(*(sf.lit(x) for rank in ranks.items() for x in rank[::-1]))
+    pos = sf.col(POSITION)
+    caused = results.select(
+        "*",
+        sf.element_at(topic_of, pos[1].cast("int")).alias("c_topic"),
+        pos[2].cast("int").alias("c_partition"),
+        pos[3].alias("c_offset"),
     )
-    late = sf.coalesce(sf.col("l_late"), sf.lit(False)) | sf.coalesce(
-        sf.col("r_late"), sf.lit(False)
+    status = caused.join(
+        sf.broadcast(committed),
+        (caused["c_topic"] == committed["topic"])
+        & (caused["c_partition"] == committed["partition"]),
+        "left",
     )
-    window_open = non_match & (
-        sf.col("timestamp") + window.retention_ms
-        >= sf.coalesce(sf.col("task_stream_time"), sf.lit(-1))
-    )
-    same_record = (sf.col("key").eqNullSafe(sf.col("a_key"))) & (
-        sf.col("timestamp") == sf.col("a_ts")
-    )
-    partners_unseen = (sf.col("partners") > 0) & (sf.col("partners") == sf.col("unseen_partners"))
-    return (
-        sf.when(expected & written & same_record & (sf.col("value") == sf.col("a_value")), "ok")
-        .when(expected & written & same_record, "compare_value")
-        .when(expected & written, "wrong_value")
-        .when(expected & unprocessed, "not_yet_emitted")
-        .when(expected & late, "late_dropped")
-        .when(expected & window_open, "not_yet_emitted")
-        .when(expected, "missing")
-        .when(non_match & partners_unseen, "late_dropped")
-        .otherwise("unexpected")
+    unprocessed = sf.coalesce(sf.col("c_offset") >= sf.col("committed"), sf.lit(False))
+    return status.select(
+        sf.col("key").alias("i_key"),
+        sf.col("timestamp").alias("i_ts"),
+        sf.col("left_source").alias("i_left"),
+        sf.col("right_source").alias("i_right"),
+        "value",
+        sf.lit(1).alias("e"),
+        sf.lit(0).alias("w"),
+        (sf.lit(behind) | (pos[0] == END) | unprocessed).alias("unseen"),
     )
 
 
 def audit(
     spark: SparkSession,
+    app: App,
     spec: JoinSpec,
     group: str,
     sources: Sources,
-    time_range: TimeRange | None = None,
     *,
+    time_range: TimeRange | None = None,
     options: JoinOptions | None = None,
     examples: int = 5,
 ) -> AuditReport:
-    """Diff the streaming output of `spec` against its recomputation, for results with
-    timestamps in `time_range`. `group` is the workers' consumer group (the app id)."""
+    """Compare the output topic of `spec` with its recomputation, for records with timestamps
+    in `time_range`. `group` is the workers' consumer group (the app id)."""
     time_range = time_range or TimeRange()
-    inputs = read_topics(spark, sources, [*spec.input_topics, spec.into.name], TimeRange())
-    left, right = inputs.frames[spec.left.name], inputs.frames[spec.right.name]
-    input_ranges = [r for r in inputs.kafka_ranges if r.topic in spec.input_topics]
-    marked = with_lateness(spec, left, right)
-    status = source_status(spark, sources.bootstrap, group, input_ranges, marked).cache()
-    results = join_results(spec, left, right, options or JoinOptions())
-    results = results.drop("left_value", "right_value").cache()
-    by_left, by_right = _partner_checks(results, status)
-    expected = results.where(time_range.contains(sf.col("timestamp"))).withColumn(
-        "e_present", sf.lit(True)
+    job = AppJob(spark, app, sources, TimeRange(), options or JoinOptions())
+    job.prepare([spec])
+    internal = internal_topics(app, spec)
+    behind = lagging(sources.bootstrap, group, internal)
+    read = [
+        (t, p) for t in job.ranks if t not in sources.archives for p in range(job.partitions(t))
+    ]
+    committed = committed_frame(spark, sources.bootstrap, group, read)
+    written = read_topics(spark, sources, [spec.into.name], TimeRange()).frames[spec.into.name]
+    rows = _expected(job, spec, time_range, committed, bool(behind)).unionByName(
+        _written(written, time_range, internal)
     )
-    written = _written(inputs.frames[spec.into.name], time_range)
-    diff = expected.join(
-        written,
-        expected["left_source"].eqNullSafe(written["a_left"])
-        & expected["right_source"].eqNullSafe(written["a_right"]),
-        "full_outer",
+    by_value = rows.groupBy(*_ID, "value").agg(
+        sf.sum("e").alias("e"), sf.sum("w").alias("w"), sf.max("unseen").alias("unseen")
     )
-    diff = (
-        diff.withColumn("left_source", sf.coalesce("left_source", "a_left"))
-        .withColumn("right_source", sf.coalesce("right_source", "a_right"))
-        .withColumn("e_present", sf.coalesce("e_present", sf.lit(False)))
-    )
-    for side, column in (("l", "left_source"), ("r", "right_source")):
-        side_status = status.select(
-            sf.col("source").alias(f"{side}_source"),
-            sf.col("late").alias(f"{side}_late"),
-            sf.col("processed").alias(f"{side}_processed"),
-        )
-        diff = diff.join(side_status, diff[column] == side_status[f"{side}_source"], "left")
-    partners = by_left.unionByName(by_right)
-    diff = diff.join(
-        partners,
-        sf.coalesce(diff["left_source"], diff["right_source"]) == partners["source"],
-        "left",
-    )
-    stream_times = task_stream_times(status)
-    diff = diff.join(stream_times, "task_partition", "left")
-    diff = diff.withColumn("status", _classify(spec, diff))
-    diff = same_values(spec, diff).cache()
+    by_value = by_value.select(
+        "*",
+        sf.least("e", "w").alias("ok"),
+        sf.when(sf.col("e") > 0, sf.greatest(sf.col("w") - sf.col("e"), sf.lit(0)))
+        .otherwise(0)
+        .alias("dup"),
+        sf.greatest(sf.col("e") - sf.col("w"), sf.lit(0)).alias("left_e"),
+        sf.when(sf.col("e") == 0, sf.col("w")).otherwise(0).alias("left_w"),
+    ).cache()
     try:
-        return _report(spec, diff, examples)
+        totals = by_value.agg(*(sf.sum(c).alias(c) for c in ("e", "w", "ok", "dup"))).collect()[0]
+        leftovers = by_value.where((sf.col("left_e") > 0) | (sf.col("left_w") > 0))
+        finals = None
+        if spec.emits_table:
+            finals = final_values_agree(spec, job.results(spec), written, time_range)
+        return _settle(spec, leftovers, totals, behind, examples, finals)
     finally:
-        diff.unpersist()
-        results.unpersist()
-        status.unpersist()
+        by_value.unpersist()
 
 
-def _report(spec: JoinSpec, diff: DataFrame, examples: int) -> AuditReport:
-    copies = sf.coalesce("a_copies", sf.lit(0))
-    by_status = (
-        diff.groupBy("status")
+def _settle(  # noqa: PLR0917 - what the first pass left and found
+    spec: JoinSpec,
+    leftovers: DataFrame,
+    totals: object,
+    behind: dict[str, int],
+    examples: int,
+    finals: DataFrame | None,
+) -> AuditReport:
+    """Match what bytes did not, by decoded value; count and describe the rest per identity."""
+    by_canon = (
+        canonical_values(spec, leftovers)
+        .groupBy(*_ID, "canon")
         .agg(
-            sf.count(sf.lit(1)).alias("n"),
-            sf.sum(sf.when(sf.col("e_present"), 1).otherwise(0)).alias("expected"),
-            sf.sum(copies).alias("written"),
-            sf.sum(sf.greatest(copies - 1, sf.lit(0))).alias("duplicates"),
-        )
-        .collect()
-    )
-    counted = {row["status"]: int(row["n"]) for row in by_status}
-    counts = {name: counted.get(name, 0) for name in CLASSES}
-    counts["duplicate"] = sum(int(row["duplicates"]) for row in by_status)
-    duplicated = diff.where(sf.col("a_copies") > 1).withColumn("status", sf.lit("duplicate"))
-    described = (
-        diff.where(sf.col("status") != "ok")
-        .unionByName(duplicated)
-        .select(
-            "status",
-            sf.format_string(
-                "left=%s right=%s ts=%s",
-                sf.coalesce("left_source", sf.lit("-")),
-                sf.coalesce("right_source", sf.lit("-")),
-                sf.coalesce("timestamp", "a_ts"),
-            ).alias("record"),
+            sf.sum("left_e").alias("e2"),
+            sf.sum("left_w").alias("w2"),
+            sf.max("unseen").alias("unseen"),
         )
     )
-    first = Window.partitionBy("status").orderBy("record")
-    found: dict[str, list[str]] = {}
-    for row in (
-        described.withColumn("n", sf.row_number().over(first))
-        .where(sf.col("n") <= examples)
-        .orderBy("status", "n")
-        .collect()
-    ):
-        found.setdefault(row["status"], []).append(row["record"])
+    rest = by_canon.select(
+        *_ID,
+        "unseen",
+        sf.least("e2", "w2").alias("ok2"),
+        sf.greatest(sf.col("e2") - sf.col("w2"), sf.lit(0)).alias("re"),
+        sf.greatest(sf.col("w2") - sf.col("e2"), sf.lit(0)).alias("rw"),
+        sf.when(sf.col("e2") > sf.col("w2"), sf.col("canon")).alias("e_canon"),
+        sf.when(sf.col("w2") > sf.col("e2"), sf.col("canon")).alias("w_canon"),
+    )
+    per_id = rest.groupBy(*_ID).agg(
+        sf.sum("ok2").alias("ok2"),
+        sf.sum("re").alias("re"),
+        sf.sum("rw").alias("rw"),
+        sf.max("unseen").alias("unseen"),
+        sf.first("e_canon", ignorenulls=True).alias("e_canon"),
+        sf.first("w_canon", ignorenulls=True).alias("w_canon"),
+    )
+    if finals is not None:
+        per_id = per_id.join(finals, "i_key", "left")
+    settled = (
+        sf.coalesce(sf.col("final_ok"), sf.lit(False)) if finals is not None else sf.lit(False)
+    )
+    different = sf.least("re", "rw")
+    unmatched = sf.col("re") - different
+    failing = ~sf.col("unseen") & ~settled
+    classed = per_id.select(
+        "*",
+        sf.when(~settled, different).otherwise(0).alias("different"),
+        sf.when(sf.col("unseen"), unmatched).otherwise(0).alias("not_yet_emitted"),
+        sf.when(failing, unmatched).otherwise(0).alias("missing"),
+        sf.when(~settled, sf.col("rw") - different).otherwise(0).alias("extra"),
+        sf.when(settled, sf.col("re") + sf.col("rw") - different)
+        .otherwise(0)
+        .alias("order_dependent"),
+    ).cache()
+    try:
+        names = ("missing", "extra", "different", "not_yet_emitted", "order_dependent")
+        sums = classed.agg(
+            sf.sum("ok2").alias("ok2"), *(sf.sum(n).alias(n) for n in names)
+        ).collect()[0]
+        found = _examples(classed, names, examples)
+    finally:
+        classed.unpersist()
+    counts = {name: int(sums[name] or 0) for name in names}
+    counts["duplicate"] = int(totals["dup"] or 0)  # type: ignore[index]
     return AuditReport(
         spec.name,
-        expected=sum(int(row["expected"]) for row in by_status),
-        written=sum(int(row["written"]) for row in by_status),
-        matched=counted.get("ok", 0),
-        counts=counts,
+        expected=int(totals["e"] or 0),  # type: ignore[index]
+        written=int(totals["w"] or 0),  # type: ignore[index]
+        matched=int(totals["ok"] or 0) + int(sums["ok2"] or 0),  # type: ignore[index]
+        counts={name: counts[name] for name in CLASSES},
         examples=found,
+        lagging=behind,
     )
+
+
+def _examples(classed: DataFrame, names: tuple[str, ...], limit: int) -> dict[str, list[str]]:
+    """The first `limit` identities of each class, by key, described in one line each."""
+    described = sf.format_string(
+        "key=%s ts=%s left=%s right=%s",
+        sf.coalesce(sf.col("i_key").cast("string"), sf.lit("-")),
+        sf.col("i_ts"),
+        sf.coalesce("i_left", sf.lit("-")),
+        sf.coalesce("i_right", sf.lit("-")),
+    )
+    values = sf.format_string(" expected %s, written %s", sf.col("e_canon"), sf.col("w_canon"))
+    parts = [
+        classed.where(sf.col(name) > 0).select(
+            sf.lit(name).alias("class"),
+            (sf.concat(described, values) if name == "different" else described).alias("line"),
+        )
+        for name in names
+    ]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    first = Window.partitionBy("class").orderBy("line")
+    found: dict[str, list[str]] = {}
+    for row in (
+        union.withColumn("n", sf.row_number().over(first))
+        .where(sf.col("n") <= limit)
+        .orderBy("class", "n")
+        .collect()
+    ):
+        found.setdefault(row["class"], []).append(row["line"])
+    return found

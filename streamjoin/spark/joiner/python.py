@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -23,16 +22,24 @@ __all__ = ("apply_python_joiner",)
 
 class _RunJoiner:
     """Decodes both sides, calls the joiner, encodes its result, as
-    runtime/tasks/output_writer.py does; a result the joiner returns None for is dropped. A
-    failure raises unless `skip_failures`, when the row is dropped as the worker sends it to the
-    dead-letter topic."""
+    runtime/tasks/output_writer.py does; a result the joiner returns None for is dropped (a
+    table join's becomes a tombstone), a tombstone passes without a call. A failure raises
+    unless `skip_failures`, when the row is dropped as the worker sends it to the dead-letter
+    topic."""
 
-    def __init__(
-        self, left: Serde, right: Serde, output: Serde, joiner: Joiner, skip_failures: bool
+    def __init__(  # noqa: PLR0917 - both sides' and the output's serdes, the rules
+        self,
+        left: Serde,
+        right: Serde,
+        output: Serde,
+        joiner: Joiner,
+        skip_failures: bool,
+        table: bool,
     ) -> None:
         self.left, self.right, self.output = left, right, output
         self.joiner = joiner
         self.skip_failures = skip_failures
+        self.table = table
 
     def _value(self, left_raw: bytes | None, right_raw: bytes | None) -> bytes | None:
         left = None if left_raw is None else self.left.deserialize(left_raw)
@@ -43,20 +50,27 @@ class _RunJoiner:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             values: list[bytes | None] = []
-            for left_raw, right_raw in zip(
+            kept: list[bool] = []
+            for left_raw, right_raw, tombstone in zip(
                 batch.column("left_value").to_pylist(),
                 batch.column("right_value").to_pylist(),
+                batch.column("tombstone").to_pylist(),
                 strict=True,
             ):
-                try:
-                    values.append(self._value(left_raw, right_raw))
-                except Exception:
-                    if not self.skip_failures:
-                        raise
-                    values.append(None)
-            column = pa.array(values, pa.binary())
-            with_value = batch.append_column("value", column)
-            yield with_value.filter(pc.is_valid(column))
+                value = None
+                if not tombstone:
+                    try:
+                        value = self._value(left_raw, right_raw)
+                    except Exception:
+                        if not self.skip_failures:
+                            raise
+                        values.append(None)
+                        kept.append(False)
+                        continue
+                values.append(value)
+                kept.append(value is not None or self.table or tombstone)
+            with_value = batch.append_column("value", pa.array(values, pa.binary()))
+            yield with_value.filter(pa.array(kept, pa.bool_()))
 
 
 def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: bool) -> DataFrame:
@@ -67,6 +81,7 @@ def apply_python_joiner(spec: JoinSpec, joined: DataFrame, *, skip_failures: boo
         spec.into.value_serde,
         spec.joiner,
         skip_failures,
+        spec.emits_table,
     )
     schema = StructType([*joined.schema.fields, StructField("value", BinaryType())])
     uses = [spec.joiner, spec.left.value_type, spec.right.value_type, spec.into.value_type]

@@ -1,5 +1,6 @@
 """A global table's local copy: every partition of its topic in one RocksDB, as Kafka Streams'
-global state store, at `<state_dir>/<app_id>/global/<topic>`.
+global state store, at `<state_dir>/<app_id>/global/<topic>` (`global-<i>/` for process i of a
+host's `--processes`).
 
 The topic is its own changelog: records are applied as read (a tombstone deletes, a record
 without a key is skipped), and a checkpoint file beside the store keeps the next offset of
@@ -41,16 +42,25 @@ def unpack_global(stored: bytes) -> tuple[int, int, bytes]:
     return partition, offset, stored[_SOURCE.size :]
 
 
-def global_store_dir(directory: StateDirectory, topic: str) -> Path:
-    return directory.app_dir / "global" / check_name("topic", topic)
+def global_store_dir(directory: StateDirectory, topic: str, process: int | None = None) -> Path:
+    """`process`: the index of a worker among its host's `--processes`, which share the state
+    directory; each keeps a copy of its own (RocksDB lets one process open a store)."""
+    copies = "global" if process is None else f"global-{process}"
+    return directory.app_dir / copies / check_name("topic", topic)
 
 
 class GlobalStore(KeyValueStore):
     """The whole table of one topic; written only from the topic, read by every task."""
 
-    def __init__(self, topic: str, directory: StateDirectory, memory: MemoryBudget) -> None:
+    def __init__(
+        self,
+        topic: str,
+        directory: StateDirectory,
+        memory: MemoryBudget,
+        process: int | None = None,
+    ) -> None:
         self.topic = topic
-        path = global_store_dir(directory, topic)
+        path = global_store_dir(directory, topic, process)
         self.checkpoint_path = path.with_name(path.name + ".checkpoint")
         self.positions: dict[int, int] = {}
         """Partition -> the next offset to apply (what the store reflects)."""

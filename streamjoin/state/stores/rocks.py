@@ -32,8 +32,8 @@ def open_rocksdb(path: Path, options: Options) -> Rdict:
     except Exception as exc:
         if "lock" in str(exc).lower():
             raise StoreLockedError(
-                f"state store {path} is in use by another handle ({exc}): something other "
-                "than a streamjoin worker has it open"
+                f"state store {path} is in use by another process ({exc}): a worker on "
+                "the same --state-dir (give each worker its own) or a tool that opened it"
             ) from exc
         raise StateError(f"cannot open state store {path}: {exc}") from exc
 

@@ -50,7 +50,7 @@ def test_sticky_state_survives_aiokafkas_encoding_round_trips() -> None:
     del members["C1"]
     second = rebalance(members, cluster, topics)
     for member in ("C0", "C2"):
-        assert set(first[member]) <= set(second[member])  # seed 003 example 1, over the wire
+        assert set(first[member]) <= set(second[member])  # KIP-54's example 1, over the wire
 
 
 def test_stream_join_sticky_gets_its_epoch_through_the_assignment_user_data() -> None:

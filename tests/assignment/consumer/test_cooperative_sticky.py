@@ -6,6 +6,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamjoin.assignment.consumer.cooperative import cooperative_step
 from streamjoin.assignment.consumer.cooperative_sticky import CooperativeStickyAssignor
 from streamjoin.assignment.consumer.sticky.assignor import StickyAssignor
 from streamjoin.assignment.model import (
@@ -35,7 +36,7 @@ def test_a_joining_member_gets_moved_partitions_only_after_the_follow_up() -> No
     step = CooperativeStickyAssignor().assign_step(
         topics, owned_subscriptions(topics, ["C0", "C1", "C2"], owned, 1)
     )
-    # Seed 003 example 3 under the cooperative rule: C1 gives t1-1 to C2, in two rebalances.
+    # KIP-54's example 3 under the cooperative rule: C1 gives t1-1 to C2, in two rebalances.
     assert step.assignment["C2"].partitions == ()
     assert step.revoked == {"C1": (TopicPartition("t1", 1),)}
     assert step.pending == {"C2": (TopicPartition("t1", 1),)}
@@ -108,3 +109,30 @@ def test_two_rebalances_reach_a_sticky_balanced_assignment(case, rnd: random.Ran
     for low, high in itertools.permutations(final, 2):
         if loads[low] <= loads[high] - 2:
             assert all(tp.topic not in after[low] for tp in final[high])
+
+
+@st.composite
+def reported_groups(draw: st.DrawFn) -> tuple[dict[str, int], dict[str, Subscription]]:
+    """Members with any subscriptions, owning any partitions (of topics they no longer read,
+    of deleted topics, beyond a topic's count, claimed twice) with any generation."""
+    counts = {t: draw(st.integers(0, 6)) for t in ("t0", "t1", "t2")}
+    named = [*counts, "gone"]
+    partitions = st.builds(TopicPartition, st.sampled_from(named), st.integers(0, 7))
+    subscriptions = {}
+    for i in range(draw(st.integers(1, 6))):
+        topics = draw(st.lists(st.sampled_from(named), min_size=1, unique=True))
+        owned = draw(st.lists(partitions, max_size=8))
+        generation = draw(st.integers(NO_GENERATION, 3))
+        subscriptions[f"m{i}"] = Subscription(tuple(topics), b"", tuple(owned), generation)
+    return counts, subscriptions
+
+
+@given(reported_groups())
+def test_its_cooperative_step_is_the_generic_one(case) -> None:
+    """Worked out on numbers, what it revokes, withholds and hands out is what `cooperative_step`
+    makes of the sticky target (which reads the same owned partitions and generations)."""
+    counts, subscriptions = case
+    step = CooperativeStickyAssignor().assign_step(counts, subscriptions)
+    target = StickyAssignor().assign(counts, subscriptions)
+    owned = {m: s.owned_partitions for m, s in subscriptions.items()}
+    assert step == cooperative_step(target, owned)

@@ -1,4 +1,4 @@
-"""`sticky`: seed 003's (KIP-54) examples, KIP-341's generations, user data, member state."""
+"""`sticky`: KIP-54's examples, KIP-341's generations, user data, member state."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def balanced(result: list[list[int]], topic_of: dict[int, int], topics: list[lis
 
 
 def test_partitions_of_the_most_constrained_topics_are_placed_first() -> None:
-    # Seed 003 example 2: t0 (1 partition), t1 (2), t2 (3); C0: t0; C1: t0, t1; C2: all.
+    # KIP-54's example 2: t0 (1 partition), t1 (2), t2 (3); C0: t0; C1: t0, t1; C2: all.
     assert general_assign(ranges(1, 2, 3), [[0], [0, 1], [0, 1, 2]], [[], [], []]) == [
         [0],
         [1, 2],

@@ -1,4 +1,4 @@
-"""`stream-join-sticky`: seed 000's impressions/clicks tables and its rules as properties."""
+"""`stream-join-sticky`: its proposal's impressions/clicks tables and its rules as properties."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ without it. Each drill has a broker of its own, so that stopping it touches no o
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -14,14 +15,17 @@ from typing import Any
 
 import pytest
 import worker_processes as processes
+from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 from streamjoin.broker import EmbeddedBroker, KafkaBroker
+from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 GIVE_UP_S = 6
+GEO_TOPICS = ("visits", "countries", "geo")
 
 
 @pytest.fixture
@@ -92,6 +96,52 @@ async def test_a_broker_gone_for_good_stops_busy_and_idle_workers_in_one_line(
         assert "Traceback" not in "\n".join(outage)
 
 
+async def produce_geo(bootstrap: str, suffix: str, visits: range) -> None:
+    """Two countries, then `visits` of them (geo_app's topics)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for c in range(2):
+            value = json.dumps({"name": f"country {c}"}).encode()
+            await producer.send(f"countries-{suffix}", value, key=f"C{c}".encode())
+        await producer.flush()
+        for v in visits:
+            value = json.dumps({"id": v, "country": f"C{v % 2}"}).encode()
+            await producer.send(f"visits-{suffix}", value, key=f"u{v}".encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def test_a_worker_with_a_global_table_stops_in_one_line_and_quietly_meanwhile(
+    own_broker: EmbeddedBroker, unique: str, tmp_path: Path
+) -> None:
+    """The broker gone for good under a worker with a global table: the documented one line
+    and exit 2, as without one, and no line per failed commit while it reconnects."""
+    bootstrap = own_broker.bootstrap
+    partitions = processes.PARTITIONS
+    await ensure_topics(bootstrap, [TopicSpec(f"{t}-{unique}", partitions) for t in GEO_TOPICS])
+    workers = processes.Workers(bootstrap, unique, tmp_path, app="geo_app:joins")
+    # Long enough for a commit of the outage to fail (it looks for a coordinator for 10 s).
+    workers.start("geo", "--broker-unavailable-timeout", "15")
+    try:
+        await produce_geo(bootstrap, unique, range(50))
+        await processes.read_joined(
+            bootstrap, unique, want=50, within_s=60, output="geo", field="visit"
+        )
+        own_broker.stop()
+        code = exits(workers, "geo", 60)
+    finally:
+        workers.stop_all()
+    log = (tmp_path / "geo.log").read_text(errors="replace")
+    lines = log.splitlines()
+    assert code == 2, log[-5000:]
+    assert lines[-1].startswith("error: broker at") and "has not answered for" in lines[-1], lines
+    assert "Traceback" not in log, log[-5000:]
+    outage = lines[next(i for i, line in enumerate(lines) if "does not answer" in line) :]
+    assert not [line for line in outage if "offsets not committed" in line], "\n".join(outage)
+
+
 async def test_a_broker_stalled_past_the_session_timeout_loses_nothing(
     own_broker: EmbeddedBroker, unique: str, tmp_path: Path
 ) -> None:
@@ -159,11 +209,10 @@ async def test_an_apache_kafka_restart_mid_stream_loses_nothing(
     workers = processes.Workers(bootstrap, unique, tmp_path)
     try:
         await processes.make_topics(bootstrap, unique)
-        # Producers resend what they buffered during the restart at different moments: a task
-        # waits up to max_task_idle_ms for the side that is behind instead of making it late.
-        idle = ("--max-task-idle-ms", "5000")
-        workers.start("w1", *idle)
-        workers.start("w2", *idle)
+        # Default settings: after the reconnect a task waits for every input whose lag is not
+        # known yet (KIP-695), so the side the producers resend later is not made late.
+        workers.start("w1")
+        workers.start("w2")
         producing = asyncio.create_task(
             processes.produce(bootstrap, unique, range(4_000), pace_s=0.15)
         )

@@ -1,14 +1,15 @@
-"""Scale-out reaches the task assignor's balanced target by follow-up rebalances, with and
-without standbys, whatever the newcomer's capacity: one worker then a second (with standbys,
-the moves warm up in the newcomer's standby slots, no learner at all), and two then a third
-(warm-ups as learners and in standby slots).
+"""Scale-out reaches the task assignor's balanced target by follow-up rebalances, with and without
+standbys, whatever the newcomer's capacity: one worker then a second (with standbys, the moves warm
+up in the newcomer's standby slots, no learner at all), and two then a third (warm-ups as learners
+and in standby slots).
 
 The bound each case must meet comes from the settings, not from the probing interval (600 s
 here, so waiting for it fails): each follow-up is one cooperative move, that is two join rounds
 (revoke, then assign), and a warm-up catches up on a few hundred records within a second. The
 moves go in one step when every warm-up fits in a standby slot or the learner budget, else in
-ceil(moves / budget) steps. On the embedded broker a join round takes about 4 s (broker.md), so
-a case gets ROUND_S per round, for the first join and two rounds per step, plus RESTORE_S.
+ceil(moves / budget) steps. On the embedded broker a join round takes about 4 s
+(docs/broker-facts.md), so a case gets ROUND_S per round, for the first join and two rounds per
+step, plus RESTORE_S.
 """
 
 from __future__ import annotations

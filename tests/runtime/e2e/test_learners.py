@@ -1,5 +1,5 @@
-"""Seed 001 end to end: scaling out moves state to a learner first and hands the task over only
-once it has caught up; scaling in with a standby resumes without a full restore.
+"""KIP-441's learners end to end: scaling out moves state to a learner first and hands the task
+over only once it has caught up; scaling in with a standby resumes without a full restore.
 
 Workers run in this process (one event loop), so the tests can watch their roles and restores.
 """

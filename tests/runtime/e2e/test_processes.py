@@ -23,14 +23,14 @@ from streamjoin.broker.base import free_port
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 Workers, produce, read_joined = processes.Workers, processes.produce, processes.read_joined
-README = Path(__file__).resolve().parents[3] / "README.md"
+WORKERS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "workers.md"
 
 
 def readme_options(port: int) -> list[str]:
-    """The options of the README's `--processes` command, on another metrics port."""
+    """The options of docs/workers.md's `--processes` command, on another metrics port."""
     line = next(
         line
-        for line in README.read_text().splitlines()
+        for line in WORKERS_PAGE.read_text().splitlines()
         if line.startswith("streamjoin worker app:joins --processes")
     )
     options = line.split()[3:]

@@ -1,6 +1,6 @@
 """`streamjoin status` end to end on Apache Kafka: two workers, then a third whose learner warms
 up, the follow-up rebalance, the task active on the new worker; the live terminal view of the
-same run; and a group whose endpoint does not answer. The `status` commands are the README's
+same run; and a group whose endpoint does not answer. The `status` commands are docs/status.md's
 ("Watching the group"), with the test's group, broker and app put in.
 
 The workers run in this event loop (harness.py) so the test can hold the new worker's
@@ -48,14 +48,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
 def readme_status(option: str, group: str, bootstrap: str) -> list[str]:
-    """The README's `streamjoin status` command with `option` ("": the one with no option but
+    """docs/status.md's `streamjoin status` command with `option` ("": the one with no option but
     --bootstrap), its group, broker and app replaced with the test's."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Watching the group")
+    text = (ROOT / "docs" / "status.md").read_text()
     commands = [
-        line.split()[2:]
-        for line in text[start : text.index("\n## ", start)].splitlines()
-        if line.startswith("streamjoin status ")
+        line.split()[2:] for line in text.splitlines() if line.startswith("streamjoin status ")
     ]
     [args] = [c for c in commands if (option in c if option else len(c) == 3)]
     app = ["learn_app:joins", "--app-dir", str(Path(__file__).resolve().parent)]

@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -36,10 +37,15 @@ class Workers:
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(
-        self, name: str, *options: str, state: str | None = None, env: dict[str, str] | None = None
+        self,
+        name: str,
+        *options: str,
+        state: str | None = None,
+        env: dict[str, str] | None = None,
+        app: str | None = None,
     ) -> None:
         """`state`: the name of another worker whose state directory this one takes over (its
-        replacement); `env`: more environment variables."""
+        replacement); `env`: more environment variables; `app`: another app than the others'."""
         env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix, **(env or {})}
         with open(self.tmp / f"{name}.log", "wb") as log:
             self.processes[name] = subprocess.Popen(
@@ -48,7 +54,7 @@ class Workers:
                     "-m",
                     "streamjoin",
                     "worker",
-                    self.app,
+                    app or self.app,
                     "--app-dir",
                     str(APP_DIR),
                     "--bootstrap",
@@ -99,9 +105,31 @@ class Workers:
         )
 
 
-async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -> None:
+CONFIRMED_EVERY = 50
+"""Records of `produce` (25 auctions: 2.5 s of event time) sent before they are confirmed."""
+
+
+def click_delay_ms(auction: int) -> int:
+    """How long after its impression an auction's click comes (event time): 1-30 s."""
+    return 1_000 + (auction * 7919) % 29_000
+
+
+async def produce(
+    bootstrap: str,
+    suffix: str,
+    auctions: range,
+    pace_s: float,
+    confirm_every: int = CONFIRMED_EVERY,
+) -> None:
     """An impression per auction and a click 1-30 s (event time) later, in time order; sends
-    wait out a broker restart."""
+    wait out a broker restart.
+
+    Each `confirm_every` records are on the broker before the next are sent (0: no such wait,
+    as a plain producer sends): a producer's batches for different partitions may otherwise
+    reach the broker hundreds of ms apart on a loaded machine, seconds of this traffic's event
+    time, and a click arriving more than the window's grace (5 s) behind the impressions
+    processed meanwhile is late, by design (`max_task_idle_ms` 0 does not wait for
+    producers)."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, linger_ms=5, acks="all", request_timeout_ms=180_000
     )
@@ -112,10 +140,12 @@ async def produce(bootstrap: str, suffix: str, auctions: range, pace_s: float) -
         for a in auctions:
             ts = base + a * 100
             events.append((ts, f"impressions-{suffix}", a))
-            events.append((ts + 1_000 + (a * 7919) % 29_000, f"clicks-{suffix}", a))
+            events.append((ts + click_delay_ms(a), f"clicks-{suffix}", a))
         for i, (ts, topic, a) in enumerate(sorted(events)):
             value = json.dumps({"auction": a, "ts": ts}).encode()
             await producer.send(topic, value, key=f"a{a}".encode(), timestamp_ms=ts)
+            if confirm_every and i % confirm_every == confirm_every - 1:
+                await producer.flush()
             if pace_s and i % 100 == 99:
                 await asyncio.sleep(pace_s)
         await producer.flush()
@@ -142,7 +172,7 @@ async def read_sent(bootstrap: str, suffix: str) -> dict[str, set[int]]:
     return found
 
 
-async def read_joined(
+async def read_outputs(
     bootstrap: str,
     suffix: str,
     want: int,
@@ -150,15 +180,22 @@ async def read_joined(
     isolation_level: str = "read_uncommitted",
     settle_s: float = 0.0,
     output: str = "attributed",
-) -> Counter[int]:
-    """How often each auction was joined (into `output`), read until `want` auctions are seen
-    (or `within_s` passed), then until nothing more arrives for `settle_s` (so late repeats are
-    counted)."""
+    field: str = "auction",
+) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+    """Every output of `output` (timestamp, value) by its `field` (the auction), read until
+    `want` auctions are seen (or `within_s` passed), then until nothing more arrives for
+    `settle_s` (so late repeats are counted)."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation_level
     )
     await consumer.start()
-    seen: Counter[int] = Counter()
+    seen: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+
+    def keep(records: list[Any]) -> None:
+        for record in records:
+            value = json.loads(record.value)
+            seen.setdefault(value[field], []).append((record.timestamp, value))
+
     try:
         tps = [TopicPartition(f"{output}-{suffix}", p) for p in range(PARTITIONS)]
         consumer.assign(tps)
@@ -166,13 +203,21 @@ async def read_joined(
         deadline = time.monotonic() + within_s
         while len(seen) < want and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                seen.update(json.loads(r.value)["auction"] for r in records)
+                keep(records)
         while settle_s and (batch := await consumer.getmany(timeout_ms=int(settle_s * 1000))):
             for records in batch.values():
-                seen.update(json.loads(r.value)["auction"] for r in records)
+                keep(records)
     finally:
         await consumer.stop()
     return seen
+
+
+async def read_joined(
+    bootstrap: str, suffix: str, want: int, within_s: float, **options: Any
+) -> Counter[int]:
+    """How often each auction was joined (`read_outputs` with these `options`, counted)."""
+    outputs = await read_outputs(bootstrap, suffix, want, within_s, **options)
+    return Counter({auction: len(values) for auction, values in outputs.items()})
 
 
 async def make_topics(bootstrap: str, suffix: str) -> None:

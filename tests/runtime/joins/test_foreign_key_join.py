@@ -227,7 +227,7 @@ def test_a_customer_deleted_while_its_order_changes_leaves_no_stale_result(
     delete answers the order's old value, which the order's update (same customer) makes stale,
     so that answer is discarded. Kafka Streams 4.4 asks no answer of an update that keeps its
     foreign key (it assumes the old value's result went with the customer) and keeps the old
-    result for good; streamjoin asks one and retracts it (README, difference 5)."""
+    result for good; streamjoin asks one and retracts it (docs/joins.md, difference 5)."""
     app = App("shop")
     orders, customers = app.table("orders"), app.table("customers")
     app.join(orders, customers, foreign_key=lambda o: o["c"], into="oc", name="j")(

@@ -109,7 +109,7 @@ def test_a_delete_where_the_other_side_has_a_value_emits_the_keys_state(
     how: JoinKind, expected: Any
 ) -> None:
     """No result existed for k (inner, left: no user), yet Kafka Streams 4.4 sends a tombstone:
-    the rule for every table join is the same (README "Join semantics")."""
+    the rule for every table join is the same (docs/joins.md)."""
     with make(how) as driver:
         driver.pipe("accounts", {"iban": "NL1"}, key="k", timestamp=5)
         driver.read_output("user-accounts")

@@ -11,6 +11,7 @@ import pytest
 
 from streamjoin import App, JoinWindows
 from streamjoin.dsl.settings import DEFAULT_MAX_FUTURE_MS
+from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.joins.records import JoinOutput, Side, SourceRecord
 from streamjoin.runtime.output.dead_letters import BadRecordError
 from streamjoin.runtime.output.sink import OutgoingRecord
@@ -99,6 +100,7 @@ class Recording:
 
     def __init__(self) -> None:
         self.seen: list[int] = []
+        self.counters = JoinCounters()
 
     def process(self, record: SourceRecord) -> list[JoinOutput]:
         self.seen.append(record.offset)

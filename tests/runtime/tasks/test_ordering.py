@@ -13,6 +13,7 @@ from streamjoin.runtime.tasks.ordering import UNKNOWN_LAG_WAIT_MS, TimestampOrde
 @dataclass(frozen=True)
 class R:
     timestamp: int
+    offset: int = 0
 
 
 def test_lowest_timestamp_across_inputs_first() -> None:

@@ -8,26 +8,31 @@ previous owner. Previous ownership comes from each member's report; when two mem
 partition the higher generation wins (see `claims`). Owned partitions of topics that are gone or
 no longer subscribed to are ignored.
 
-`sticky_assign` is the shared core (cooperative-sticky runs it too); it picks the quota path when
+`sticky_numbers` is the shared core (cooperative-sticky runs it too); it picks the quota path when
 all members subscribe to the same topics (dealt straight from the partition table when nobody
-owns anything yet: `fresh_quota`) and KIP-54's general algorithm otherwise.
+owns anything yet: `fresh_numbers`) and KIP-54's general algorithm otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 
 from streamjoin.assignment.consumer.claims import resolve_claims
 from streamjoin.assignment.consumer.collector import without_collector
 from streamjoin.assignment.consumer.sticky.general import general_assign
-from streamjoin.assignment.consumer.sticky.quota import fresh_quota, quota_assign
+from streamjoin.assignment.consumer.sticky.quota import fresh_numbers, quota_assign
 from streamjoin.assignment.consumer.sticky.user_data import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )
-from streamjoin.assignment.consumer.topic_layout import TopicLayout, group_by_topic
+from streamjoin.assignment.consumer.topic_layout import (
+    NumberedPartitions,
+    TopicLayout,
+    group_by_topic,
+)
 from streamjoin.assignment.model import (
     NO_GENERATION,
     Assignment,
@@ -38,12 +43,40 @@ from streamjoin.assignment.model import (
 )
 from streamjoin.errors import ProtocolDecodeError
 
-__all__ = ("PreviousOwnership", "StickyAssignor", "sticky_assign")
+__all__ = (
+    "PreviousOwnership",
+    "StickyAssignor",
+    "StickyNumbers",
+    "sticky_assign",
+    "sticky_numbers",
+)
 
 logger = logging.getLogger(__name__)
 
+_NOTHING = Assignment(())
+
 PreviousOwnership = tuple[Mapping[str, Sequence[int]], int]
 """A member's previously owned partition numbers per topic, and the generation they are from."""
+
+
+@dataclass(frozen=True, slots=True)
+class StickyNumbers:
+    """`sticky_assign`'s answer as partition numbers of `layout`, with what members claimed."""
+
+    layout: TopicLayout
+    members: list[str]
+    """Every member, in name order."""
+    numbers: list[Sequence[int]]
+    """Per member, its partitions' numbers, ascending."""
+    claimed: list[list[int]]
+    """Per member, the numbers of the existing partitions it reported owning (of any topic it
+    owns, subscribed or not, whatever its generation; empty in a fresh group)."""
+
+    def assignment(self) -> GroupAssignment:
+        return {
+            member: Assignment(NumberedPartitions(self.layout, numbers)) if numbers else _NOTHING
+            for member, numbers in zip(self.members, self.numbers, strict=True)
+        }
 
 
 def sticky_assign(
@@ -52,25 +85,38 @@ def sticky_assign(
     previous: Mapping[str, PreviousOwnership],
 ) -> GroupAssignment:
     """Balanced-then-sticky assignment of the members' subscribed, existing partitions."""
+    return sticky_numbers(partitions_per_topic, topics_by_member, previous).assignment()
+
+
+def sticky_numbers(
+    partitions_per_topic: Mapping[str, int],
+    topics_by_member: Mapping[str, Iterable[str]],
+    previous: Mapping[str, PreviousOwnership],
+) -> StickyNumbers:
+    """`sticky_assign`, as numbers."""
     members = sorted(topics_by_member)
     subscribed = [frozenset(topics_by_member[m]) for m in members]
     layout = TopicLayout(partitions_per_topic, chain.from_iterable(subscribed))
-    subscribed = [topics.intersection(layout.base) for topics in subscribed]
+    every_topic = frozenset(layout.base)
+    subscribed = [topics.intersection(every_topic) for topics in subscribed]
+    claimed: list[list[int]] = [[] for _ in members]
     owned: list[list[int]] = [[] for _ in members]
     if any(by_topic for by_topic, _ in previous.values()):  # else a fresh group: nothing to keep
         claims: list[tuple[Sequence[int], int]] = []
-        for member, topics in zip(members, subscribed, strict=True):
+        for i, (member, topics) in enumerate(zip(members, subscribed, strict=True)):
             by_topic, generation = previous.get(member, ({}, NO_GENERATION))
-            claims.append((layout.numbers(by_topic, topics), generation))
+            claimed[i] = layout.numbers(by_topic, every_topic)
+            valid = claimed[i] if topics == every_topic else layout.numbers(by_topic, topics)
+            claims.append((valid, generation))
         owned = resolve_claims(claims)
 
     consuming = [i for i, topics in enumerate(subscribed) if topics]
-    numbers: list[list[int]] = [[] for _ in members]
+    numbers: list[Sequence[int]] = [[] for _ in members]
     identical = len({subscribed[i] for i in consuming}) == 1
     if identical and not any(owned):
-        dealt = dict(zip(consuming, fresh_quota(layout.table(), len(consuming)), strict=True))
-        return {member: Assignment(dealt.get(i, ())) for i, member in enumerate(members)}
-    if identical:
+        for i, dealt in zip(consuming, fresh_numbers(layout.total, len(consuming)), strict=True):
+            numbers[i] = dealt
+    elif identical:
         quota = quota_assign(layout.total, [owned[i] for i in consuming])
         for i, assigned in zip(consuming, quota, strict=True):
             numbers[i] = sorted(assigned)
@@ -81,10 +127,7 @@ def sticky_assign(
         general = general_assign(ranges, member_topics, [owned[i] for i in consuming])
         for i, partitions in zip(consuming, general, strict=True):
             numbers[i] = partitions
-    return {
-        member: Assignment(layout.to_partitions(partitions))
-        for member, partitions in zip(members, numbers, strict=True)
-    }
+    return StickyNumbers(layout, members, numbers, claimed)
 
 
 def _previous_from_user_data(subscription: Subscription) -> PreviousOwnership:

@@ -16,12 +16,18 @@ holds `kept[m][t]` of its own partitions of topic t (at most what it owned) and 
    a unit of load its share of the sum of squares, weighted above any stickiness) until there
    are none; then no assignment as balanced keeps more. Sum of squares rather than the spread
    alone: a flatter spread of loads keeps KIP-54's balance (no single move helps) too.
+3. Or KIP-54's own loads: where KIP-54's answer is already as narrow (a spread of two or more,
+   which other loads can share), its loads may let members keep more than the least sum of
+   squares does (Kafka's assignor lands on such loads). Cycles that keep every load and stay
+   KIP-54 balanced make it the stickiest it can be, and the better of the two is taken: the
+   narrower, then the one that keeps more.
 
-Both steps start from KIP-54's answer, which is usually optimal already, so they mostly check.
+All steps start from KIP-54's answer, which is usually optimal already, so they mostly check.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Sequence
 
@@ -62,6 +68,29 @@ class _Counts:
                 topic = topic_at[number]
                 counts[topic] = counts.get(topic, 0) + 1
 
+    def snapshot(self) -> tuple[list[dict[int, int]], list[dict[int, int]], list[int]]:
+        return [dict(k) for k in self.kept], [dict(n) for n in self.new], list(self.loads)
+
+    def copy(self) -> _Counts:
+        """The same counts, to change independently (what is never changed is shared)."""
+        twin = copy.copy(self)
+        twin.restore(self.snapshot())
+        return twin
+
+    def restore(
+        self, snapshot: tuple[list[dict[int, int]], list[dict[int, int]], list[int]]
+    ) -> None:
+        self.kept, self.new, self.loads = snapshot
+
+    def kip54_balanced(self) -> bool:
+        """No member holds a partition that a subscriber with two fewer could take."""
+        for topic, members in enumerate(self.subscribers):
+            if members:
+                limit = min(self.loads[m] for m in members) + 1
+                if any(self.loads[m] > limit for m in members if self.holds(m, topic)):
+                    return False
+        return True
+
     def holds(self, member: int, topic: int) -> bool:
         return self.kept[member].get(topic, 0) + self.new[member].get(topic, 0) > 0
 
@@ -93,6 +122,7 @@ def optimize(
     if not assigned:
         return assigned
     counts = _Counts(topic_at, member_topics, owned, assigned, len(topic_ranges))
+    kip54 = counts.copy()
     changed = False
     while (chain := _narrowing_chain(counts)) is not None:
         for giver, taker, topic in chain:
@@ -105,9 +135,50 @@ def optimize(
     while lost and (cycle := _negative_cycle(counts)) is not None:
         _push(counts, cycle)
         changed = True
+    narrowest = _spread_and_kept(counts)[0]
+    if lost and narrowest >= 2 and _spread_and_kept(kip54)[0] == narrowest:
+        # KIP-54's answer is as narrow: its loads, kept as they are, may let members keep more.
+        _keep_more_at_these_loads(kip54)
+        if _spread_and_kept(kip54) < _spread_and_kept(counts):
+            counts, changed = kip54, True
     if not changed:
         return assigned
     return _materialize(counts, topic_ranges, topic_at, owned, assigned)
+
+
+def _spread_and_kept(counts: _Counts) -> tuple[int, int]:
+    """(spread, -partitions kept): the lesser is the better assignment."""
+    kept = sum(sum(k.values()) for k in counts.kept)
+    return max(counts.loads) - min(counts.loads), -kept
+
+
+_MAX_REJECTED = 32
+"""Cycles tried and undone (they broke KIP-54's balance) before `_keep_more_at_these_loads`
+stops looking."""
+
+
+def _keep_more_at_these_loads(counts: _Counts) -> bool:
+    """Cycles that keep every load and keep more, while the assignment stays KIP-54 balanced.
+
+    A cycle that makes a member hold a topic that a subscriber with two fewer could take is
+    undone and its arcs are not used again. True if anything changed.
+    """
+    banned: set[tuple[int, int]] = set()
+    changed = False
+    rejected = 0
+    while rejected < _MAX_REJECTED:
+        cycle = _negative_cycle(counts, fixed_loads=True, banned=banned)
+        if cycle is None:
+            break
+        before = counts.snapshot()
+        _push(counts, cycle)
+        if counts.kip54_balanced():
+            changed = True
+            continue
+        counts.restore(before)
+        rejected += 1
+        banned.update(cycle)
+    return changed
 
 
 def _narrowing_chain(counts: _Counts) -> list[tuple[int, int, int]] | None:
@@ -150,7 +221,12 @@ def _walk_back(parent: dict[int, tuple[int, int] | None], end: int) -> list[tupl
 _SINK = -1
 
 
-def _negative_cycle(counts: _Counts) -> list[tuple[int, int]] | None:
+def _negative_cycle(
+    counts: _Counts,
+    *,
+    fixed_loads: bool = False,
+    banned: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
+) -> list[tuple[int, int]] | None:
     """A cycle of negative cost in the residual flow graph, as (node, node) arcs, if any.
 
     Nodes: members, then topics, then the sink. Arcs: topic -> subscriber (-1 if it takes back
@@ -172,9 +248,12 @@ def _negative_cycle(counts: _Counts) -> list[tuple[int, int]] | None:
             elif counts.kept[member].get(topic, 0):
                 arcs.append((member, members + topic, 1))
         load = counts.loads[member]
-        arcs.append((member, sink, weight * (2 * load + 1)))
-        if load:
-            arcs.append((sink, member, -weight * (2 * load - 1)))
+        if not fixed_loads:
+            arcs.append((member, sink, weight * (2 * load + 1)))
+            if load:
+                arcs.append((sink, member, -weight * (2 * load - 1)))
+    if banned:
+        arcs = [arc for arc in arcs if arc[:2] not in banned]
     nodes = sink + 1
     distance = [0] * nodes
     via = [-1] * nodes

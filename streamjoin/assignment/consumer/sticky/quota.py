@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress
-from typing import TypeVar
 
 from streamjoin.assignment.consumer.waterfill import deal
 
-__all__ = ("fresh_quota", "quota_assign")
+__all__ = ("fresh_numbers", "quota_assign")
 
-T = TypeVar("T")
 
 _FREE = bytes(range(256)).replace(b"\x00\x01", b"\x01\x00", 1)
 """Byte translation table that swaps 0 and 1: turns "owned" flags into "free" flags."""
@@ -54,14 +52,15 @@ def quota_assign(total: int, owned: Sequence[Sequence[int]]) -> list[list[int]]:
     return kept
 
 
-def fresh_quota(units: tuple[T, ...], members: int) -> list[tuple[T, ...]]:
-    """`quota_assign` for a group in which nobody owns anything, dealt out as `units` themselves.
-
-    The result is `quota_assign(len(units), [[]] * members)` with each number `k` replaced by
-    `units[k]`: member i gets every `members`-th unit from i on, and one of the remainder if i is
-    among the first `len(units) % members`. Two tuple slices per member, no per-unit step and no
-    partition number created: a fresh group's first rebalance is the leader's cold path.
-    """
-    quota = len(units) // members
+def fresh_numbers(total: int, members: int) -> list[Sequence[int]]:
+    """`quota_assign(total, [[]] * members)`, for a group in which nobody owns anything, dealt
+    as ranges: member i gets every `members`-th number from i on, and one of the remainder if i
+    is among the first `total % members` (its share is then a list). No per-partition step and
+    no number made but the remainder's: a fresh group's first rebalance is the leader's cold
+    path."""
+    quota = total // members
     full = quota * members
-    return [units[i:full:members] + units[full + i : full + i + 1] for i in range(members)]
+    return [
+        range(i, full, members) if full + i >= total else [*range(i, full, members), full + i]
+        for i in range(members)
+    ]

@@ -1,4 +1,4 @@
-"""`stream-join-sticky` (seed 000): co-partitioned and sticky, for stream-stream joins.
+"""`stream-join-sticky` (docs/rebalancing.md): co-partitioned and sticky, for stream-stream joins.
 
 A join needs partition n of every joined topic on the same member, so this assignor assigns
 partition *numbers*: one owner per number, across all subscribed topics.
@@ -113,7 +113,7 @@ def _subscription_data(subscription: Subscription) -> StreamJoinSubscriptionData
 
 
 class StreamJoinStickyAssignor(PartitionAssignor):
-    """Seed 000's sticky stream-join assignor under the protocol name `stream-join-sticky`."""
+    """The sticky stream-join assignor (docs/rebalancing.md), protocol `stream-join-sticky`."""
 
     name = "stream-join-sticky"
     # Under COOPERATIVE the group leader withholds a number another member still owns until

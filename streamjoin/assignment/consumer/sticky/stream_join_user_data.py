@@ -1,4 +1,4 @@
-"""User data of the `stream-join-sticky` assignor (seed 000), versioned for future fields.
+"""User data of the `stream-join-sticky` assignor (docs/rebalancing.md), versioned.
 
     Subscription user data v0 => Version Epoch [Partition]   numbers the member owned, and
                                                               the epoch of that assignment
