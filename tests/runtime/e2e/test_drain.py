@@ -25,12 +25,31 @@ Workers, produce, read_joined = processes.Workers, processes.produce, processes.
 AUCTIONS = 8_000
 LAG = "50"
 RESTORED = re.compile(r"task (\S+) restored (\d+) records")
+RUNNING = re.compile(r"task (\S+) is running")
 
 
 def restores(workers: processes.Workers, name: str) -> list[tuple[str, int]]:
     """(task, records) of every restore worker `name` finished, in order."""
     text = (workers.tmp / f"{name}.log").read_text(errors="replace")
     return [(task, int(count)) for task, count in RESTORED.findall(text)]
+
+
+async def moved_to(
+    workers: processes.Workers, names: tuple[str, ...], before: dict[str, int], tasks: set[str]
+) -> list[tuple[str, int]]:
+    """The restores of `tasks` on workers `names` since `before` (restores each had), once
+    every one of them runs there."""
+    for _ in range(600):
+        moved = [
+            (task, count)
+            for name in names
+            for task, count in restores(workers, name)[before[name] :]
+            if task in tasks
+        ]
+        if {task for task, _ in moved} == tasks:
+            return moved
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{sorted(tasks)} did not all move to {names}\n{workers.logs()}")
 
 
 async def exit_code(workers: processes.Workers, name: str, within_s: float) -> int:
@@ -63,11 +82,9 @@ async def test_a_stopping_worker_hands_its_tasks_off_warm_then_exits_0(
         assert await exit_code(workers, "w3", 120) == 0
         log = (tmp_path / "w3.log").read_text(errors="replace")
         assert "every task handed off warm" in log, workers.logs()
-        moved = [
-            restore for name in ("w1", "w2") for restore in restores(workers, name)[before[name] :]
-        ]
+        handed = set(RUNNING.findall(log))
+        moved = await moved_to(workers, ("w1", "w2"), before, handed)
         # The learners restored the state; at the move only what the last moments added.
-        assert moved, f"no task moved to w1 or w2\n{workers.logs()}"
         assert all(count <= 1_000 for _, count in moved), f"{moved}\n{workers.logs()}"
 
         # A second SIGTERM leaves at once, without the hand-off.
@@ -78,6 +95,14 @@ async def test_a_stopping_worker_hands_its_tasks_off_warm_then_exits_0(
         assert "drain cut short" in (tmp_path / "w2.log").read_text(errors="replace")
         await producing
         seen = await read_joined(broker.bootstrap, unique, AUCTIONS, within_s=120)
+
+        # Alone in the group, w1 leaves at once: nobody to hand to, no rebalance to ask for.
+        await workers.wait_for_log("w1", "leader of 1)", 60)
+        workers.signal("w1", signal.SIGTERM)
+        assert await exit_code(workers, "w1", 60) == 0
+        log = (tmp_path / "w1.log").read_text(errors="replace")
+        assert "no other worker in the group" in log, workers.logs()
+        assert "stopping: handing" not in log, workers.logs()
     finally:
         workers.stop_all()
     missing = sorted(set(range(AUCTIONS)) - seen.keys())

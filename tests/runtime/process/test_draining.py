@@ -17,6 +17,9 @@ class Group:
     """What the worker sees of its group: its tasks, its generation, what it was told."""
 
     owned: int = 2
+    stateful: int = 2
+    """Stateful tasks among them (what a warm hand-off spares a restore)."""
+    alone: bool = False
     generation: int = 4
     stable: bool = True
     told_draining: bool | None = None
@@ -37,6 +40,8 @@ def drain(group: Group, timeout_s: float = 30) -> Drain:
     return Drain(
         group,  # type: ignore[arg-type]
         owned=lambda: group.owned,
+        stateful=lambda: group.stateful,
+        alone=lambda: group.alone,
         stable=lambda: group.stable,
         generation=lambda: group.generation,
         request_rejoin=group.rejoins.append,
@@ -90,3 +95,22 @@ async def test_nothing_to_hand_off_before_the_first_assignment() -> None:
     draining = drain(group)
     await asyncio.wait_for(draining.run(asyncio.Event()), 5)
     assert draining.outcome == "nothing to hand off" and not group.rejoins
+
+
+async def test_a_worker_alone_in_its_group_leaves_at_once_without_a_rebalance() -> None:
+    """Nobody to hand to: asking the group would only delay the stop by a rebalance."""
+    group = Group(alone=True)
+    draining = drain(group)
+    await asyncio.wait_for(draining.run(asyncio.Event()), 5)
+    assert draining.outcome == "alone in the group"
+    assert not group.rejoins and not group.draining and not group.leaving
+
+
+async def test_a_worker_with_only_stateless_tasks_leaves_at_once_without_a_rebalance() -> None:
+    """Stateless tasks restore nothing: their new owners take them in the rebalance that the
+    worker's leaving starts, one rebalance sooner than through a drain."""
+    group = Group(stateful=0)
+    draining = drain(group)
+    await asyncio.wait_for(draining.run(asyncio.Event()), 5)
+    assert draining.outcome == "no state to warm up"
+    assert not group.rejoins and not group.draining and not group.leaving
