@@ -6,8 +6,9 @@ the same broker, topics and state.
 
 The demo's ad join (bench/scale_out.py's setup: a one-hour window, 12 tasks, S changelog
 records of state per task built up front, no standbys) under a steady load of joined pairs. Each
-round, for each mode: the third worker (re)starts with that mode's --drain-timeout and the group
-settles on 3 workers; after a few steady seconds it gets SIGTERM. From then until the two left
+round, for each mode: a group of its own (topics, state) of 3 workers started together with that
+mode's --drain-timeout builds its state; after a few steady seconds under load the third gets
+SIGTERM. From then until the two left
 run every task, 6 each, with no warm-up left ("stable"): per moved task the longest gap between
 its outputs (its pause), the longest gap of the tasks that stayed, the stopping worker's time
 to exit, and what the new owners restored at the hand-off. Medians and ranges over the rounds,
@@ -59,9 +60,21 @@ class Round:
 
 
 async def run(bootstrap: str, args: argparse.Namespace, work: Path) -> list[Round]:
+    rounds: list[Round] = []
+    for attempt in range(args.rounds):
+        for mode in ("warm", "cold"):
+            rounds.append(await run_round(bootstrap, args, work / f"{attempt}-{mode}", mode))
+            print(describe_round(rounds[-1]), flush=True)
+    return rounds
+
+
+async def run_round(bootstrap: str, args: argparse.Namespace, work: Path, mode: str) -> Round:
+    """A group of its own (app id, topics, state directories), so that the stopping worker's
+    tasks have no copy elsewhere: as a group that has run for a while with no standbys."""
     prefix = f"scale-in-{uuid.uuid4().hex[:6]}"
     imp, clk, out = topic_names(prefix)
     await ensure_topics(bootstrap, [TopicSpec(t, args.partitions) for t in (imp, clk, out)])
+    drain = str(args.drain_timeout if mode == "warm" else 0)
     common = [
         prefix,
         "--bootstrap",
@@ -72,55 +85,44 @@ async def run(bootstrap: str, args: argparse.Namespace, work: Path) -> list[Roun
         "1",
         "--max-warmup-replicas",
         "4",
+        "--drain-timeout",
+        drain,
         *scale_out.MODES["catch-up"],
     ]
-
-    def worker(i: int, mode: str = "warm", attempt: int = 0) -> RunnerProcess:
-        drain = str(args.drain_timeout if mode == "warm" else 0)
-        return RunnerProcess(
-            f"worker-{i}",
-            [*common, "--state-dir", str(work / f"{i}"), "--drain-timeout", drain],
-            work / f"worker-{i}-{attempt}-{mode}.log",
-        )
-
-    workers = [worker(i) for i in (1, 2, 3)]
+    workers = three_workers(common, work)
     tasks, stop_load, arrivals = args.partitions, asyncio.Event(), Arrivals()
     background: list[asyncio.Task[None]] = []
-    rounds: list[Round] = []
     try:
         started = time.time()
         for w in workers:
             await w.start()
         await until(lambda: settled(workers, tasks, started), 120, "3 workers, 4 tasks each")
-        await scale_out.build_state("scale-in", workers, bootstrap, prefix, args)
+        await scale_out.build_state(mode, workers, bootstrap, prefix, args)
         background.append(asyncio.create_task(arrivals.read(bootstrap, out, tasks, stop_load)))
         background.append(
             asyncio.create_task(produce_load(bootstrap, prefix, args.load, stop_load))
         )
-        for attempt in range(args.rounds):
-            for mode in ("warm", "cold"):
-                if attempt or mode != "warm":
-                    await rejoin(workers, worker(3, mode, attempt), tasks)
-                rounds.append(await scale_in(workers, arrivals, mode, tasks))
-                print(describe_round(rounds[-1]), flush=True)
+        return await scale_in(workers, arrivals, mode, tasks)
     finally:
         stop_load.set()
         await asyncio.gather(*background, return_exceptions=True)
         await asyncio.gather(*(w.stop() for w in workers))
         if args.keep_logs:
-            keep(work, Path(args.keep_logs))
-    return rounds
+            keep(work, Path(args.keep_logs) / work.name)
 
 
-async def rejoin(workers: list[RunnerProcess], third: RunnerProcess, tasks: int) -> None:
-    """The third worker back (a new process on its state directory), the group settled."""
-    workers[2] = third
-    since = time.time()
-    await third.start()
-    await until(lambda: settled(workers, tasks, since), 240, "back to 3 workers")
+def three_workers(arguments: list[str], work: Path) -> list[RunnerProcess]:
+    work.mkdir(parents=True)
+    return [
+        RunnerProcess(
+            f"worker-{i}", [*arguments, "--state-dir", str(work / f"{i}")], work / f"worker-{i}.log"
+        )
+        for i in (1, 2, 3)
+    ]
 
 
 def keep(work: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
     for log in work.glob("*.log"):
         shutil.copy(log, into / log.name)
 

@@ -5,12 +5,14 @@ rebalances it keeps (runtime/tasks/rebalances.py), its live status (status.py), 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from streamjoin.dsl.settings import AppSettings
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.member import MemberState
 from streamjoin.runtime.process.draining import Drain
+from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.metrics import RestoreTracker
 from streamjoin.runtime.process.options import WorkerOptions
 from streamjoin.runtime.process.status import StatusSettings, WorkerStatus
@@ -62,3 +64,23 @@ def watch_group(
     )
     drain = Drain.of_worker(recorder, consumer, options.drain_timeout_s)
     return followup, status, drain
+
+
+def run_beside(
+    monitor: LoopMonitor,
+    followup: FollowupTrigger,
+    status: WorkerStatus,
+    drain: Drain,
+    stops: tuple[asyncio.Event, asyncio.Event],
+    *,
+    catch_up: bool,
+) -> list[asyncio.Task[None]]:
+    """What runs beside a worker's record loop: its loop monitor, live status, follow-up
+    trigger, and the drain, which waits for the first of `stops` (a warm stop), and sets the
+    second (stop) when it is done."""
+    return [
+        asyncio.create_task(monitor.run(), name="loop monitor"),
+        asyncio.create_task(status.run(), name="status"),
+        asyncio.create_task(followup.run(catch_up=catch_up), name="follow-up trigger"),
+        asyncio.create_task(drain.when_asked(*stops), name="drain"),
+    ]

@@ -53,7 +53,7 @@ from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
-from streamjoin.runtime.process.watch import watch_group
+from streamjoin.runtime.process.watch import run_beside, watch_group
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
@@ -105,14 +105,10 @@ class Worker:
         self.last_commit_ms: int | None = None
 
     def stop(self, *, warm: bool = False) -> None:
-        """Ask the worker to finish its batch, commit, leave the group and close; `warm`: hand
-        its active tasks off warm first (draining.py), for `options.drain_timeout_s` at most.
-        A later stop() cuts that short. Thread-safe only from the event loop (signal handlers
-        call it)."""
-        if warm and self.options.drain_timeout_s > 0 and not self._draining.is_set():
-            self._draining.set()
-        else:
-            self._stopping.set()
+        """Finish the batch, commit, leave the group, close; `warm`: hand the tasks off warm first
+        (draining.py), cut short by a later stop(). From the event loop only (signal handlers)."""
+        drain = warm and self.options.drain_timeout_s > 0 and not self._draining.is_set()
+        (self._draining if drain else self._stopping).set()
 
     async def run(self) -> None:
         # A worker of its own refuses a state directory another worker holds; the processes
@@ -263,14 +259,13 @@ class Worker:
             await service.start(context)
         await consumer.start()
         self.started.set()
-        monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
-        watching = asyncio.create_task(self.status.run(), name="status")
-        followups = asyncio.create_task(
-            self.followup.run(catch_up=self.options.followup_on_catch_up),
-            name="follow-up trigger",
-        )
-        draining = asyncio.create_task(
-            self.drain.when_asked(self._draining, self._stopping), name="drain"
+        watchers = run_beside(
+            self.loop_monitor,
+            self.followup,
+            self.status,
+            self.drain,
+            (self._draining, self._stopping),
+            catch_up=self.options.followup_on_catch_up,
         )
         failed = False
         try:
@@ -288,7 +283,7 @@ class Worker:
         finally:
             for service in self.services:
                 await service.stop()  # before the stores it reads close
-            for background in (followups, monitor, watching, draining):
+            for background in watchers:
                 background.cancel()
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)
