@@ -25,7 +25,7 @@ Workers, produce, read_joined = processes.Workers, processes.produce, processes.
 AUCTIONS = 8_000
 LAG = "50"
 RESTORED = re.compile(r"task (\S+) restored (\d+) records")
-RUNNING = re.compile(r"task (\S+) is running")
+SUSPENDED = re.compile(r"task (\S+) suspended")
 
 
 def restores(workers: processes.Workers, name: str) -> list[tuple[str, int]]:
@@ -82,7 +82,8 @@ async def test_a_stopping_worker_hands_its_tasks_off_warm_then_exits_0(
         assert await exit_code(workers, "w3", 120) == 0
         log = (tmp_path / "w3.log").read_text(errors="replace")
         assert "every task handed off warm" in log, workers.logs()
-        handed = set(RUNNING.findall(log))
+        handed = set(SUSPENDED.findall(log.partition("stopping: handing")[2]))
+        assert handed, workers.logs()
         moved = await moved_to(workers, ("w1", "w2"), before, handed)
         # The learners restored the state; at the move only what the last moments added.
         assert all(count <= 1_000 for _, count in moved), f"{moved}\n{workers.logs()}"
