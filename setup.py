@@ -60,8 +60,17 @@ COMPILED = [
 ]
 
 
+def metadata_only(argv: list[str]) -> bool:
+    """Whether this run only writes the package's metadata, which pip asks for before it builds
+    (`dist_info`, `egg_info`): mypyc need not run then (it took a minute under load)."""
+    commands = [arg for arg in argv[1:] if not arg.startswith("-")]
+    return bool(commands) and commands[0] in ("dist_info", "egg_info")
+
+
 def compiled_extensions(manifest: Path = MANIFEST) -> list[object]:
     """The extensions mypyc generates (their C is compiled by `BuildCompiledOrPure`), or none."""
+    if metadata_only(sys.argv):
+        return []
     manifest.unlink(missing_ok=True)  # written again once the extensions are built
     if os.environ.get("STREAMJOIN_COMPILE", "1") == "0":
         return []

@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +40,8 @@ sys.path[:0] = [str(ROOT / "apps" / "ads"), str(Path(__file__).resolve().parent)
 from aiokafka import TopicPartition  # noqa: E402
 from data import AdTraffic  # noqa: E402
 from engine import EngineUnavailable, start_engine  # noqa: E402
-from standins import provide_base_images  # noqa: E402
+from session import WAIT_S, Reader, Run, container, started, workers  # noqa: E402
+from standins import BaseImages  # noqa: E402
 from traffic import CLICKS, IMPRESSIONS, live_traffic  # noqa: E402
 from verify import OUTPUT, expected_delays  # noqa: E402
 
@@ -59,17 +58,21 @@ COMMANDS = {
     "scale out": f"{COMPOSE} up --detach --no-deps --no-recreate --scale worker=3 worker",
     "scale in": f"{COMPOSE} up --detach --no-deps --no-recreate --scale worker=2 worker",
     "more traffic": (
-        f"{COMPOSE} run --rm traffic python demo.py --traffic-only --bootstrap kafka:19092 --seed 8"
+        f"{COMPOSE} run --rm traffic python demo.py --traffic-only --bootstrap kafka:19092 "
+        "--seed 8 --impressions 10000"
     ),
     "down": f"{COMPOSE} down --volumes",
 }
 """docs/docker.md's commands, in the order it gives them."""
+BUILD = f"{COMPOSE} build"
+"""Not one of them: the image the first one builds, built while the Kafka image is provided
+(`up --build` then finds it built)."""
 
-SEEDS, IMPRESSIONS_PER_RUN = (7, 8), 40_000
-"""The traffic service's seed (the demo's default) and the page's second run; its size."""
+RUNS = {7: 40_000, 8: 10_000}
+"""Seed and impressions of the traffic service's run (the demo's defaults) and the page's
+second run."""
 ONE_SHOT = ("topics", "traffic")
 RESTORED = re.compile(r"task \S+ restored (\d+) records")
-WAIT_S = 300.0
 SHOWN = 5
 
 
@@ -86,12 +89,6 @@ class Verdict:
         return (
             f"joined: expected={self.expected} present={self.present} duplicates={self.duplicates}"
         )
-
-
-def value_of(line: str) -> str | None:
-    """The value of one line of `streamjoin consume` (its last field), None if it has none."""
-    _, found, value = line.rstrip("\n").partition(" value=")
-    return value if found else None
 
 
 def judge(values: Iterable[str], runs: Iterable[AdTraffic]) -> Verdict:
@@ -159,137 +156,25 @@ def restores(work: Path) -> str:
     return f"worker-3 {said[0]}; the others {said[1]}"
 
 
-class Reader:
-    """The page's `streamjoin consume` in the background: the values it prints, and the
-    auctions joined to their click, as they come."""
-
-    def __init__(self, command: str, env: Mapping[str, str], log: Path) -> None:
-        self.values: list[str] = []
-        self.joined: set[str] = set()
-        self._errors = log.open("w")
-        self._process = subprocess.Popen(
-            shlex.split(command),
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=self._errors,
-            text=True,
-        )
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self._process.stdout is not None
-        for line in self._process.stdout:
-            value = value_of(line)
-            if value is not None:
-                self.values.append(value)
-                record = json.loads(value)
-                if record["clicked"]:
-                    self.joined.add(record["auction_id"])
-
-    def share(self, traffic: AdTraffic) -> float:
-        """How much of `traffic`'s pairs has been read."""
-        wanted = expected_delays(traffic).keys()
-        return len(wanted & set(self.joined)) / len(wanted)
-
-    def stop(self) -> None:
-        """Ctrl-C, as a user stops it."""
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGINT)
-            try:
-                self._process.wait(30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-        self._thread.join(30)
-        self._errors.close()
-
-
-class Run:
-    """One end-to-end run: commands with their output in `work`, steps said as they happen."""
-
-    def __init__(self, work: Path) -> None:
-        self.work = work
-        self.started = time.monotonic()
-        self.env = {
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.log = (work / "compose.log").open("a")
-
-    def say(self, text: str) -> None:
-        print(f"{time.monotonic() - self.started:5.0f} s  {text}", flush=True)
-
-    def command(self, name: str, *, timeout: float = WAIT_S) -> str:
-        """Run one of the page's commands; its output goes to the log (and is returned)."""
-        self.say(f"$ {COMMANDS[name]}")
-        self.log.write(f"\n$ {COMMANDS[name]}\n")
-        self.log.flush()
-        done = subprocess.run(
-            shlex.split(COMMANDS[name]),
-            cwd=ROOT,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        self.log.write(done.stdout)
-        self.log.flush()
-        if done.returncode != 0:
-            tail = "\n".join(done.stdout.strip().splitlines()[-20:])
-            raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{tail}")
-        return done.stdout
-
-    def until(self, condition: Callable[[], bool], what: str, within: float = WAIT_S) -> None:
-        deadline = time.monotonic() + within
-        while not condition():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"not within {within:.0f} s: {what}")
-            time.sleep(1)
-        self.say(what)
-
-
-def _container(service: str, field_path: str) -> str:
-    done = subprocess.run(
-        ["docker", "inspect", "--format", f"{{{{{field_path}}}}}", f"streamjoin-{service}-1"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip()
-
-
-def _started(services: Iterable[str]) -> dict[str, str]:
-    return {service: _container(service, ".State.StartedAt") for service in services}
-
-
-def _workers() -> int:
-    done = subprocess.run(
-        ["docker", "ps", "--quiet", "--filter", "label=com.docker.compose.service=worker"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return len(done.stdout.split())
+def command(run: Run, name: str, *, timeout: float = WAIT_S) -> str:
+    """Run one of the page's commands."""
+    return run.execute(COMMANDS[name], name, timeout=timeout)
 
 
 def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
     """The page's commands and the checks: the output's verdict (None if nothing was read)
     and the problems found (a failed command or wait, losses, wrong records)."""
-    first, second = (live_traffic(IMPRESSIONS_PER_RUN, seed) for seed in SEEDS)
-    run.command("down")  # a clean start: no data of an earlier run
-    run.command("up", timeout=1800)
+    first, second = (live_traffic(impressions, seed) for seed, impressions in RUNS.items())
+    command(run, "down")  # a clean start: no data of an earlier run
+    command(run, "up", timeout=1800)
     reader = Reader(COMMANDS["read"], run.env, reader_log)
     run.say(f"$ {COMMANDS['read']} (in the background)")
     problems: list[str] = []
     try:
         run.until(lambda: reader.share(first) >= 0.25, "a quarter of the pairs joined")
-        before = _started(ONE_SHOT)
-        run.command("scale out")
-        run.until(lambda: _workers() == 3, "three workers")
+        before = started(ONE_SHOT)
+        command(run, "scale out")
+        run.until(lambda: workers() == 3, "three workers")
         # Its log, which its removal at the scale-in would take with it.
         leaving = run.work / "worker-3.log"
         with leaving.open("w") as leaving_log:
@@ -300,27 +185,43 @@ def demo(run: Run, reader_log: Path) -> tuple[Verdict | None, list[str]]:
             )
         run.until(lambda: "is running" in leaving.read_text(), "worker-3 took over tasks")
         run.until(lambda: reader.share(first) >= 0.6, "60% of the pairs joined")
-        run.command("scale in")
-        run.until(lambda: _workers() == 2, "two workers")
+        command(run, "scale in")
+        run.until(lambda: workers() == 2, "two workers")
         follower.wait(30)
-        if _started(ONE_SHOT) != before:
+        if started(ONE_SHOT) != before:
             problems.append(f"scaling the workers ran {' and '.join(ONE_SHOT)} again")
-        run.until(lambda: _container("traffic", ".State.Status") == "exited", "traffic sent")
+        run.until(lambda: container("traffic", ".State.Status") == "exited", "traffic sent")
         run.until(lambda: reader.share(first) == 1.0, "every pair of the first traffic joined")
-        run.command("up")  # again: the one-shot services run again, and must add nothing
-        run.until(lambda: _started(["traffic"]) != {"traffic": before["traffic"]}, "traffic rerun")
-        run.until(lambda: _container("traffic", ".State.Status") == "exited", "traffic rerun done")
-        run.command("more traffic")
+        command(run, "up")  # again: the one-shot services run again, and must add nothing
+        run.until(lambda: started(["traffic"]) != {"traffic": before["traffic"]}, "traffic rerun")
+        run.until(lambda: container("traffic", ".State.Status") == "exited", "traffic rerun done")
+        command(run, "more traffic")
         run.until(lambda: reader.share(second) == 1.0, "every pair of the second traffic joined")
-        problems += asyncio.run(retention_losses("localhost:9092", [first, second]))
+        lost = asyncio.run(retention_losses("localhost:9092", [first, second]))
+        run.say(f"retention checked: {len(lost)} losses")
+        problems += lost
     except (RuntimeError, subprocess.SubprocessError, StreamJoinError) as exc:
         problems.append(str(exc))
     finally:
         reader.stop()
+        run.say("reading stopped")
     if not reader.values:
         return None, problems
     verdict = judge(reader.values, [first, second])
     return verdict, problems + verdict.wrong
+
+
+def provide_images(run: Run, images: BaseImages) -> None:
+    """The base images, and the streamjoin image built on the first while the second is
+    provided (a Kafka stand-in takes minutes to build)."""
+    run.say(images.first())
+    if images.second_ready():
+        run.say(images.second())
+        return
+    with ThreadPoolExecutor(1) as pool:
+        built = pool.submit(run.execute, BUILD, "build", timeout=1800)
+        run.say(images.second())
+        built.result()
 
 
 def main() -> None:
@@ -334,12 +235,18 @@ def main() -> None:
     run = Run(work)
     run.say(f"docker-e2e: the commands' output is in {work}")
     verdict, problems = None, []
+    images = BaseImages(cache)
+    background = ThreadPoolExecutor(1)
     try:
-        run.say(provide_base_images(cache))
+        provide_images(run, images)
+        kept = background.submit(images.keep)  # beside the demo
         verdict, problems = demo(run, work / "consume.err")
+        if (said := kept.result()) is not None:
+            run.say(said)
     except (RuntimeError, OSError, subprocess.SubprocessError, StreamJoinError) as exc:
         problems.append(f"{type(exc).__name__}: {exc}")
     finally:
+        background.shutdown()
         with (work / "containers.log").open("w") as logs:
             subprocess.run(
                 [*shlex.split(COMPOSE), "logs", "--no-color"],
@@ -350,7 +257,7 @@ def main() -> None:
             )
         run.say(f"restores: {restores(work)}")
         try:
-            run.command("down")
+            command(run, "down")
         finally:
             engine.stop()
     for problem in problems[:SHOWN]:

@@ -99,3 +99,23 @@ def test_with_a_compiler_the_extension_is_built_and_the_build_recorded(
     manifest = tmp_path / "build" / "lib" / "streamjoin" / "_compiled.json"
     recorded = json.loads(manifest.read_text())
     assert "streamjoin.runtime.joins.windowed" in recorded
+
+
+@pytest.mark.parametrize("command", ["dist_info", "egg_info"])
+def test_asked_for_metadata_only_mypyc_does_not_run(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pip asks setup.py for the metadata before it builds the wheel: mypyc ran twice."""
+    monkeypatch.setitem(sys.modules, "mypyc.build", None)  # were mypyc run, it would say so
+    manifest = tmp_path / "_compiled.json"
+    manifest.write_text("{}")
+    module = setup_module_of_streamjoin()
+    monkeypatch.setattr(sys, "argv", ["setup.py", command, "--output-dir", str(tmp_path)])
+    assert module.compiled_extensions(manifest) == []
+    assert manifest.exists() and capsys.readouterr().err == ""
+    monkeypatch.setattr(sys, "argv", ["setup.py", "bdist_wheel"])
+    assert module.compiled_extensions(manifest) == []
+    assert "streamjoin: mypyc failed" in capsys.readouterr().err

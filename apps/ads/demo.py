@@ -52,9 +52,13 @@ class StatusSteps:
         self.pending: list[asyncio.Task[None]] = []
 
     def show(self, step: str) -> None:
-        self.pending.append(asyncio.create_task(self._show(step, time.monotonic() - self.start)))
+        previous = self.pending[-1] if self.pending else None
+        at = time.monotonic() - self.start
+        self.pending.append(asyncio.create_task(self._show(step, at, previous)))
 
-    async def _show(self, step: str, at: float) -> None:
+    async def _show(self, step: str, at: float, previous: asyncio.Task[None] | None) -> None:
+        """Runs at once; prints after the step before it has printed (a loaded machine may
+        finish a later snapshot first, and the log reads in the demo's order)."""
         # The embedded broker describes groups without their metadata: name the workers.
         urls = [f"http://127.0.0.1:{w.metrics_port}" for w in self.workers if w.running]
         args = ["status", "app:joins", "--app-dir", str(APP_DIR), "--bootstrap", self.bootstrap]
@@ -70,6 +74,8 @@ class StatusSteps:
             preexec_fn=_lower_priority,
         )
         output, _ = await process.communicate()
+        if previous is not None:
+            await previous
         console.print(f"{at:5.1f} s  {step}: $ streamjoin {' '.join(args)}", markup=False)
         for line in output.decode(errors="replace").splitlines():
             if line.strip():  # the view's blank separator lines are left out of a log

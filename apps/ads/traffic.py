@@ -22,7 +22,7 @@ from streamjoin.kafka.security_config import connection_from_environment
 from streamjoin.kafka.watermarks import log_bounds, topic_partitions
 
 IMPRESSIONS, CLICKS = "ads-impressions", "ads-clicks"
-CLICK_WITHIN_S = 20.0
+CLICK_WITHIN_S = 10.0
 """Live traffic: how long after its impression a click comes, at most (the join's window is a
 minute; a shorter wait makes a run shorter)."""
 # Lines as they are: a log or CI output is not wrapped at 80 columns (a terminal wraps itself).

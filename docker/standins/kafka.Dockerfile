@@ -1,9 +1,11 @@
 # Stand-in for the apache/kafka image, for machines that reach no image registry (built by
-# docker/standins.py under that name and tag): Debian bookworm, OpenJDK 17 and the release's jars
-# from Maven Central (libs/), laid out as the official image (/opt/kafka, /etc/kafka/docker, its
-# volumes, user appuser) and started as it is: Kafka's own kafka.docker.KafkaDockerWrapper turns
-# the KAFKA_* variables into server.properties and formats the storage (kafka/run).
-FROM streamjoin-standin/debian:bookworm
+# docker/standins.py under that name and tag) on the python stand-in, whose Debian bookworm it
+# shares (one bootstrap for both; the broker does not use its Python): OpenJDK 17 and the
+# release's jars from Maven Central (libs/), laid out as the official image (/opt/kafka,
+# /etc/kafka/docker, its volumes, user appuser) and started as it is: Kafka's own
+# kafka.docker.KafkaDockerWrapper turns the KAFKA_* variables into server.properties and formats
+# the storage (kafka/run).
+FROM python:3.11-slim
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \

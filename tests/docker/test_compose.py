@@ -17,6 +17,7 @@ from typer.main import get_command
 
 from streamjoin.broker.kafka_jars import kafka_version
 from streamjoin.cli import app
+from streamjoin.dsl.settings import AppSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
@@ -85,7 +86,7 @@ def test_dockerfile_installs_the_package_and_runs_the_same_worker() -> None:
     assert re.search(r"^FROM python:3\.1[1-9]", text, re.M)
     # At the versions `make` installs: the dependencies, then the package itself.
     assert "pip install -c constraints.txt -r requirements.txt" in text
-    assert "RUN pip install --no-build-isolation -c constraints.txt ." in text
+    assert "RUN pip install --no-deps --no-build-isolation -c constraints.txt ." in text
     cmd = re.search(r"^CMD (\[.*\])$", text, re.M)
     assert cmd is not None
     worker = _compose()["services"]["worker"]
@@ -169,11 +170,30 @@ def test_the_image_builds_the_package_as_make_does() -> None:
     sources = [source for line, _ in copies for source in line.split()]
     for source in sources:
         assert (ROOT / source).exists(), source
-    # setup.py compiles the per-record path (mypyc): it, pyproject.toml and the package come
-    # in before the install; the compiler too.
-    install = text.index("RUN pip install --no-build-isolation -c constraints.txt .")
+    # setup.py, pyproject.toml and the package come in before the install, and the
+    # dependencies with setuptools (the build's requirement a pure build needs) before them.
+    install = text.index("RUN pip install --no-deps --no-build-isolation -c constraints.txt .")
     for needed in ("setup.py", "pyproject.toml", "constraints.txt", "streamjoin"):
         assert needed in sources and text.index(needed) < install, needed
-    assert re.search(r"apt-get install .*\bgcc\b", text) and text.index("gcc") < install
-    for service in ("topics", "traffic", "worker"):
-        assert _compose()["services"][service]["build"]["dockerfile"] == "docker/Dockerfile"
+    assert 'p["project"]["dependencies"]' in text and 'p["build-system"]["requires"]' in text
+    assert text.index("pip install -c constraints.txt -r requirements.txt") < install
+    # Pure Python, saying why (the compile took 4 of a fresh docker-e2e's minutes): no compiler.
+    assert re.search(r"^\s+STREAMJOIN_COMPILE=0$", text, re.M)
+    assert "apt-get" not in text and "mypyc" in text
+    # One image: the worker builds it, the one-shot services run it as built.
+    services = _compose()["services"]
+    assert services["worker"]["build"]["dockerfile"] == "docker/Dockerfile"
+    for service in ("topics", "traffic"):
+        assert "build" not in services[service], service
+        assert services[service]["image"] == services["worker"]["image"], service
+        assert services[service]["pull_policy"] == "never", service
+
+
+def test_a_stopping_worker_gets_longer_than_its_own_bound_on_a_stop() -> None:
+    """Killed before its final commit, a worker leaves its output since the last commit to be
+    repeated (a scale-in past Compose's 30 s once did: 155 duplicates). Its stop waits for the
+    broker up to the app's broker-unavailable timeout, then ends without the commit."""
+    worker = _compose()["services"]["worker"]
+    grace = re.fullmatch(r"(\d+)s", worker["stop_grace_period"])
+    assert grace is not None and worker["stop_signal"] == "SIGTERM"
+    assert int(grace[1]) > AppSettings().broker_unavailable_timeout_s + 10

@@ -26,7 +26,9 @@ def _module(name: str) -> ModuleType:
 
 
 e2e = _module("e2e")
+session = _module("session")
 standins = _module("standins")
+demo = importlib.import_module("demo")  # apps/ads, on the path e2e set
 
 
 def _docker_section_commands() -> list[str]:
@@ -38,9 +40,16 @@ def _docker_section_commands() -> list[str]:
 def test_the_script_runs_the_readme_commands_in_its_order() -> None:
     assert _docker_section_commands() == list(e2e.COMMANDS.values())
     compose = yaml.safe_load((ROOT / "docker" / "docker-compose.yml").read_text())
-    # The second traffic run is the traffic service's own command with another seed.
+    # The second traffic run is the traffic service's own command with another seed and its
+    # size; the first is the service's, with the demo's default seed and size.
     more = e2e.COMMANDS["more traffic"].split(" run --rm traffic ")[1].split()
-    assert more == [*compose["services"]["traffic"]["command"], "--seed", str(e2e.SEEDS[1])]
+    (first_seed, first_size), (seed, size) = e2e.RUNS.items()
+    assert more == [
+        *compose["services"]["traffic"]["command"],
+        *("--seed", str(seed), "--impressions", str(size)),
+    ]
+    defaults = demo.arguments().parse_args([])
+    assert (defaults.seed, defaults.impressions) == (first_seed, first_size)
 
 
 def test_the_standins_carry_the_names_the_images_are_used_by() -> None:
@@ -79,7 +88,7 @@ def _output(traffic: Any) -> list[dict[str, Any]]:
 def test_right_output_passes_and_each_kind_of_wrong_record_is_told() -> None:
     traffic = _traffic()
     right = _output(traffic)
-    values = [e2e.value_of(_line(record)) for record in right]
+    values = [session.value_of(_line(record)) for record in right]
     verdict = e2e.judge(values, [traffic])
     assert verdict.wrong == []
     assert verdict.present == verdict.expected == len(traffic.clicks)
@@ -109,5 +118,5 @@ def test_right_output_passes_and_each_kind_of_wrong_record_is_told() -> None:
 
 
 def test_lines_without_a_value_are_not_records() -> None:
-    assert e2e.value_of("waiting for topic 'ads-attributed' to be created\n") is None
-    assert e2e.value_of("partition=1 offset=2 key=a value=x value=y\n") == "x value=y"
+    assert session.value_of("waiting for topic 'ads-attributed' to be created\n") is None
+    assert session.value_of("partition=1 offset=2 key=a value=x value=y\n") == "x value=y"
