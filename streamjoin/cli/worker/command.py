@@ -174,7 +174,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             metavar="SECONDS",
             help="On SIGTERM (or Ctrl-C), keep running the tasks while other workers warm them "
             "up, hand them off, then leave; this long at most (0: leave at once). Keep it some "
-            "seconds below the grace period of what stops the worker (Kubernetes, Compose: 30 s).",
+            "seconds below the grace period of what stops the worker (Kubernetes: 30 s).",
         ),
     ] = 20.0,
     capacity: Annotated[int, typer.Option(help="Share of tasks relative to other workers.")] = 1,
