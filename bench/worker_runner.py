@@ -165,6 +165,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--processing-guarantee", choices=("at_least_once", "exactly_once"), default=None
     )
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=0.0,
+        help="seconds a SIGTERM hands the tasks off warm before leaving (default 0: leave at "
+        "once, as the benchmarks that only stop their workers want)",
+    )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
@@ -191,6 +198,7 @@ def options_from(args: argparse.Namespace) -> WorkerOptions:
         heartbeat_interval_ms=500,
         followup_on_catch_up=not args.no_followup_on_catch_up,
         num_standby_replicas=args.standby_replicas,
+        drain_timeout_s=args.drain_timeout,
     )
 
 
@@ -223,9 +231,16 @@ async def main(args: argparse.Namespace) -> None:
         assert worker.state is not None
         worker.state.subscribe(on_event)
 
+    signals = 0
+
+    def on_signal() -> None:  # as `streamjoin worker`: warm first, a second one at once
+        nonlocal signals
+        signals += 1
+        worker.stop(warm=signals == 1)
+
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, worker.stop)
+        loop.add_signal_handler(signum, on_signal)
     helpers = [asyncio.create_task(subscribe())]
     if args.until_records is not None:
         helpers.append(asyncio.create_task(until_processed(worker, args.until_records)))

@@ -166,6 +166,17 @@ async def query_once(
     console.print(failure)
 
 
+def how_it_left(worker: WorkerProcess) -> str:
+    """What a stopped worker's log says of its warm scale-in (runtime/process/draining.py):
+    its tasks handed off warm, or why not."""
+    said = [
+        line.partition("draining: ")[2]
+        for line in worker.log_path.read_text(errors="replace").splitlines()
+        if "streamjoin.runtime.process.draining: stopping:" in line
+    ]
+    return said[-1] if said else "stopped"
+
+
 async def at(start: float, seconds: float) -> None:
     await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
 
@@ -204,6 +215,7 @@ async def run(bootstrap: str, impressions: int, rate: float, seed: int, work_dir
         left["worker-1"] = time.monotonic() - start
         console.print(f"{left['worker-1']:5.1f} s  worker-1 leaves (scale-in)")
         await asyncio.to_thread(workers[0].stop)
+        console.print(f"{time.monotonic() - start:5.1f} s  worker-1 {how_it_left(workers[0])}")
         await query_once(workers, traffic, rate, start)
         status.show("scale-in, worker-1 gone")
         _, produced_at = await producing

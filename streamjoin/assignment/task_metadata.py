@@ -17,6 +17,10 @@ docs/rebalancing.md.
     SubscriptionInfo v4: v3, then the URL of the member's live status (nullable; GET <url>/status,
                          read by `streamjoin status`)
     AssignmentInfo   v4: as v3
+    SubscriptionInfo v5: v4, then draining (int16, 1: the member is stopping and hands its tasks
+                         off warm before it leaves)
+    AssignmentInfo   v5: v4, then draining (int16, 1: the leader took the member as draining: its
+                         tasks move off it warm, and it may leave once it has none)
 
 Fields are only ever appended in later versions: a decoder reads the fields of the versions it
 knows and ignores the rest, so a group of mixed versions keeps working; the leader answers in the
@@ -44,7 +48,7 @@ __all__ = (
     "encode_subscription_info",
 )
 
-LATEST_VERSION = 4
+LATEST_VERSION = 5
 NO_PROBE = -1
 
 
@@ -70,6 +74,8 @@ class SubscriptionInfo:
     """Where the member answers interactive queries (v3; None: it does not)."""
     status_url: str | None = None
     """Where the member serves its live status, `<url>/status` (v4; None: it does not)."""
+    draining: bool = False
+    """The member is stopping: no task is placed on it, its tasks move warm (v5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +103,9 @@ class AssignmentInfo:
     completes a move. Read from a v1 leader: its learners."""
     query_hosts: tuple[QueryHost, ...] = ()
     """Every member's query URL with its tasks (v3; empty from older leaders)."""
+    draining: bool = False
+    """The leader took this member as draining (v5; False from older leaders, which do not:
+    then the member leaves at once, as before)."""
 
 
 def _write_task(writer: Writer, task: TaskId) -> None:
@@ -134,6 +143,8 @@ def encode_subscription_info(info: SubscriptionInfo) -> bytes:
         writer.nullable_string(info.query_url)
     if info.version >= 4:
         writer.nullable_string(info.status_url)
+    if info.version >= 5:
+        writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
 
@@ -153,6 +164,7 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
     lags = dict(reader.array(read_sum))
     query_url = reader.nullable_string() if version >= 3 else None
     status_url = reader.nullable_string() if version >= 4 else None
+    draining = reader.int16() == 1 if version >= 5 else False
     if capacity < 1:
         raise ProtocolDecodeError(f"{what}: capacity {capacity} of {process_id!r} is below 1")
     return SubscriptionInfo(
@@ -167,6 +179,7 @@ def decode_subscription_info(data: bytes) -> SubscriptionInfo:
         latest,
         query_url,
         status_url,
+        draining,
     )
 
 
@@ -191,6 +204,8 @@ def encode_assignment_info(info: AssignmentInfo) -> bytes:
             _write_tasks(w, host.standby)
 
         writer.array(sorted(info.query_hosts, key=lambda h: h.url), write_query_host)
+    if info.version >= 5:
+        writer.int16(1 if info.draining else 0)
     return writer.getvalue()
 
 
@@ -213,6 +228,17 @@ def decode_assignment_info(data: bytes) -> AssignmentInfo:
         return QueryHost(r.string(), tuple(r.array(_read_task)), tuple(r.array(_read_task)))
 
     query_hosts = tuple(reader.array(read_query_host)) if version >= 3 else ()
+    draining = reader.int16() == 1 if version >= 5 else False
     return AssignmentInfo(
-        active, standby, learner, hosts, next_probe, error, version, latest, warmup, query_hosts
+        active,
+        standby,
+        learner,
+        hosts,
+        next_probe,
+        error,
+        version,
+        latest,
+        warmup,
+        query_hosts,
+        draining,
     )

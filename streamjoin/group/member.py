@@ -111,6 +111,7 @@ class GroupMember:
         self._quiet_until = 0.0
         self._fenced: tuple[Session, MemberFenced] | None = None
         self._closing = False
+        self.leaving = False  # set by an application about to leave: see _waits_to_leave
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -199,6 +200,10 @@ class GroupMember:
         self.error = exc
         self._wakeup.set()
 
+    def _waits_to_leave(self) -> bool:
+        """About to leave, owning nothing: no rebalance waits for it, its LeaveGroup ends it."""
+        return self.leaving and not self._ownership.partitions
+
     # -- the member's own task ----------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -207,7 +212,8 @@ class GroupMember:
             if fenced is not None and fenced[0] == self._session():
                 await self._reset(fenced[1])
             quiet = self._quiet_until - time.monotonic()
-            if self._rejoin_reason is None or (quiet > 0 and not self._group_rebalancing):
+            idle = self._rejoin_reason is None or self._waits_to_leave()
+            if idle or (quiet > 0 and not self._group_rebalancing):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), quiet if quiet > 0 else None)
                 self._wakeup.clear()
@@ -390,5 +396,5 @@ class GroupMember:
             await self._ownership.revoke(change.revoked)
         assignor.on_assignment(got, joined.generation)
         await self._ownership.add(change.added)
-        if change.follow_up:
+        if change.follow_up and not self._waits_to_leave():
             self.request_rejoin(f"follow-up after revoking {len(change.revoked)} partitions")

@@ -239,12 +239,12 @@ class TaskState:
                 self._stop_reading()
                 await self._close_writers()
                 self._fail_ready(StateError(f"task {self.task_id!r} was closed"))
+            self.phase = TaskPhase.CLOSED
             try:
-                self.local.close()
+                await self.local.close_off_loop()
             finally:
                 if self._dir_lock is not None:
                     self._dir_lock.release()
-            self.phase = TaskPhase.CLOSED
 
     async def flush(self) -> None:
         """Running active: wait for the broker to confirm the changelog writes so far, then

@@ -38,6 +38,10 @@ def test_demo_joins_every_pair_while_workers_come_and_go(each_broker: Broker) ->
     assert expected > 8_000 and present == expected
     assert "worker-3 joins (scale-out)" in done.stdout
     assert "worker-1 leaves (scale-in)" in done.stdout
+    # SIGTERM: worker-1 runs its tasks while the others warm them up, then leaves.
+    assert re.search(
+        r"^ *[\d.]+ s  worker-1 stopping: every task handed off warm in ", done.stdout, re.M
+    ), output
     learned = re.findall(r"worker-3 learns (\S+)$", done.stdout, re.M)
     assert all(re.fullmatch(r"attribute_\d", task) for task in learned), learned
     # `streamjoin status --once` at each step, its view indented under the command.

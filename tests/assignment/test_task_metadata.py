@@ -33,6 +33,7 @@ task_tuples = st.lists(tasks, unique=True, max_size=20).map(lambda ts: tuple(sor
     lags=st.dictionaries(tasks, st.integers(0, 2**40), max_size=10),
     query_url=st.none() | st.text(max_size=30),
     status_url=st.none() | st.text(max_size=30),
+    draining=st.booleans(),
 )
 def test_subscription_info_round_trip(
     process: str,
@@ -44,6 +45,7 @@ def test_subscription_info_round_trip(
     lags: dict[TaskId, int],
     query_url: str | None,
     status_url: str | None,
+    draining: bool,
 ) -> None:
     info = SubscriptionInfo(
         process,
@@ -55,6 +57,7 @@ def test_subscription_info_round_trip(
         lags,
         query_url=query_url,
         status_url=status_url,
+        draining=draining,
     )
     assert decode_subscription_info(encode_subscription_info(info)) == info
 
@@ -70,6 +73,7 @@ def test_subscription_info_round_trip(
         unique_by=lambda h: h.url,
         max_size=4,
     ).map(lambda hs: tuple(sorted(hs, key=lambda h: h.url))),
+    draining=st.booleans(),
 )
 def test_assignment_info_round_trip(
     active: tuple[TaskId, ...],
@@ -78,10 +82,19 @@ def test_assignment_info_round_trip(
     warmup: tuple[TaskId, ...],
     probe: int,
     query_hosts: tuple[QueryHost, ...],
+    draining: bool,
 ) -> None:
     hosts = {"w1:9100": (TopicPartition("a", 0), TopicPartition("b", 3))}
     info = AssignmentInfo(
-        active, standby, learner, hosts, probe, 0, warmup=warmup, query_hosts=query_hosts
+        active,
+        standby,
+        learner,
+        hosts,
+        probe,
+        0,
+        warmup=warmup,
+        query_hosts=query_hosts,
+        draining=draining,
     )
     assert decode_assignment_info(encode_assignment_info(info)) == info
 
@@ -110,6 +123,16 @@ def test_v3_metadata_carries_no_status_url_and_stays_readable() -> None:
     assert (decoded.query_url, decoded.status_url) == ("http://a:1", None)
 
 
+def test_v4_metadata_carries_no_draining_and_stays_readable() -> None:
+    """A v4 member never drains; a v4 leader reads a v5 member's subscription (and ignores that
+    it drains: the member then leaves as before, see runtime/process/draining.py)."""
+    info = SubscriptionInfo("p1", query_url="http://a:1", draining=True, version=4)
+    decoded = decode_subscription_info(encode_subscription_info(info))
+    assert (decoded.query_url, decoded.draining) == ("http://a:1", False)
+    told = AssignmentInfo((TaskId(0, 0),), version=4, draining=True)
+    assert decode_assignment_info(encode_assignment_info(told)).draining is False
+
+
 def test_a_newer_version_is_read_for_its_common_fields() -> None:
     info = SubscriptionInfo("p1", 2, None, 7, {TaskId(0, 1): 42}, version=2, latest_supported=2)
     decoded = decode_subscription_info(encode_subscription_info(info) + b"future fields")
@@ -118,7 +141,7 @@ def test_a_newer_version_is_read_for_its_common_fields() -> None:
         {TaskId(0, 1): 42},
         2,
     )
-    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=5)) + b"\x00" * 9
+    later = encode_assignment_info(AssignmentInfo(active=(TaskId(0, 0),), version=6)) + b"\x00" * 9
     assert decode_assignment_info(later).active == (TaskId(0, 0),)
 
 

@@ -260,3 +260,8 @@ def test_processes_cannot_share_one_query_port(tmp_path: Path) -> None:
     command = worker(write_app(tmp_path, "x"), "--bootstrap", "127.0.0.1:1", "--processes", "2")
     error = refused([*command, "--query-port", "8081"])
     assert "the processes of a host cannot share one query port" in error
+
+
+def test_a_negative_drain_timeout_is_one_line(tmp_path: Path) -> None:
+    error = refused(worker(write_app(tmp_path, "x"), "--drain-timeout", "-1"))
+    assert error == "error: --drain-timeout -1.0: cannot be negative (0: leave at once)"

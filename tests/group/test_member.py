@@ -283,3 +283,47 @@ async def test_inconsistent_protocol_stops_the_member_with_a_clear_error(
     assert a.assignment == PARTITIONS
     for m in (a, b):
         await m.close()
+
+
+async def test_a_leaving_member_that_owns_nothing_joins_no_further_rebalance(
+    fake_coordinator: Callable[..., Any], wait_until: Any
+) -> None:
+    """A worker that handed its tasks off (runtime/process/draining.py) is about to leave: if it
+    joined the rebalance its peers start to take those tasks, they would wait for its join and
+    its leaving would start one more."""
+    coordinator = fake_coordinator({TOPIC: 1})
+    ledger: dict[TopicPartition, str] = {}
+    a, _ = make_member(coordinator, "a", ["cooperative-sticky"], ledger)
+    await a.start()
+    b, _ = make_member(coordinator, "b", ["cooperative-sticky"], ledger)
+    await b.start()
+    members = [a, b]
+    await wait_until(
+        lambda: (
+            coordinator.stable
+            and all(m.state is MemberState.STABLE for m in members)
+            and all(m.generation == coordinator.generation for m in members)
+            and not any(m._rejoin_reason for m in members)
+            and len(owned_by_all(members)) == 1
+        ),
+        10,
+    )
+    idle, busy = (a, b) if not a.assignment else (b, a)
+    generation = idle.generation
+    idle.leaving = True
+    busy.request_rejoin("warm-ups caught up")
+    await wait_until(lambda: not coordinator.stable, 10)
+    await asyncio.sleep(0.2)  # time enough to hear of the rebalance and join, if it did
+    assert idle.state is MemberState.STABLE and idle.generation == generation
+    await idle.close()
+    await wait_until(
+        lambda: (
+            coordinator.stable
+            and busy.state is MemberState.STABLE
+            and busy.generation == coordinator.generation
+        ),
+        10,
+    )
+    assert list(coordinator.members) == [busy.member_id]
+    assert busy.generation == generation + 1
+    await busy.close()

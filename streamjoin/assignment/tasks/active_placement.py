@@ -8,6 +8,8 @@ around the stateful actives as they actually run in this assignment (learners st
 up included), to even out each client's share of all actives.
 
 When there are at least as many tasks as clients, every client gets one, whatever its share.
+A draining client weighs nothing and takes nothing (it may only keep running what it runs, see
+movements.py).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def place_stateful(
     lags: Mapping[TaskId, TaskLags],
 ) -> ActiveTarget:
     """Target owner of every stateful task (`stateful` and `clients` sorted)."""
-    weights = {client.process_id: client.capacity for client in clients}
+    weights = _weights(clients)
     holders = _stateful_holders(clients, lags)
     bounds = share_ranges(len(stateful), weights, lower=_at_least_one(len(stateful), weights))
     return ActiveTarget(_fill_rows(stateful, weights, bounds, holders, lags), holders)
@@ -48,12 +50,14 @@ def place_stateless(
     clients: Sequence[ClientState],
     stateful_counts: Mapping[str, int],
 ) -> dict[TaskId, str]:
-    """Owner of every stateless task, given each client's stateful actives in this assignment."""
-    weights = {client.process_id: client.capacity for client in clients}
+    """Owner of every stateless task, given each client's stateful actives in this assignment
+    (a draining client's count is what it still runs: its share)."""
+    weights = _weights(clients)
     counts = {client: stateful_counts.get(client, 0) for client in weights}
     total = len(stateless) + sum(counts.values())
-    lower = {client: max(count, 1) for client, count in counts.items()}
-    if total < len(weights) or sum(lower.values()) > total:
+    serving = sum(1 for weight in weights.values() if weight)
+    lower = {client: max(count, 1 if weights[client] else 0) for client, count in counts.items()}
+    if total < serving or sum(lower.values()) > total:
         lower = counts
     bounds = {
         client: (low - counts[client], high - counts[client])
@@ -64,9 +68,15 @@ def place_stateless(
     return _fill_rows(stateless, weights, bounds, previous, no_state)
 
 
+def _weights(clients: Sequence[ClientState]) -> dict[str, int]:
+    return {client.process_id: client.weight for client in clients}
+
+
 def _at_least_one(tasks: int, weights: Mapping[str, int]) -> dict[str, int]:
-    """Lower bounds that give every client a task, when there are enough to go round."""
-    return dict.fromkeys(weights, 1 if tasks >= len(weights) else 0)
+    """Lower bounds that give every client that takes tasks one, when there are enough."""
+    serving = [client for client, weight in weights.items() if weight]
+    enough = tasks >= len(serving)
+    return {client: 1 if enough and weights[client] else 0 for client in weights}
 
 
 def _fill_rows(
@@ -76,32 +86,31 @@ def _fill_rows(
     holders: Mapping[TaskId, str],
     lags: Mapping[TaskId, TaskLags],
 ) -> dict[TaskId, str]:
-    """Owners of `tasks`: per-subtopology quotas with client totals within `bounds`, placed."""
+    """Owners of `tasks`: per-subtopology quotas with client totals within `bounds`, placed.
+    A client of weight 0 (draining) takes nothing and claims nothing: what it holds is placed
+    as if nobody held it."""
+    closed = frozenset(client for client, weight in weights.items() if not weight)
+    kept = {task: client for task, client in holders.items() if client not in closed}
     rows: dict[int, list[TaskId]] = {}
     for task in tasks:
         rows.setdefault(task.subtopology, []).append(task)
     held: dict[int, dict[str, int]] = {}
     hostable: dict[int, dict[str, int]] = {}
     for task in tasks:
-        holder = holders.get(task)
+        holder = kept.get(task)
         if holder is not None:
             _tally(held, task.subtopology, holder)
         else:
             for client in lags[task].hosts():
-                _tally(hostable, task.subtopology, client)
+                if client not in closed:
+                    _tally(hostable, task.subtopology, client)
     sizes = {row: len(members) for row, members in rows.items()}
     cells = row_quotas(sizes, weights, bounds, held, hostable)
     clients = sorted(weights)
     owners: dict[TaskId, str] = {}
     for row, members in sorted(rows.items()):
         needs = [
-            Need(
-                task,
-                1,
-                (holders[task],) if task in holders else (),
-                frozenset(),
-                lags[task],
-            )
+            Need(task, 1, (kept[task],) if task in kept else (), closed, lags[task])
             for task in members
         ]
         for task, chosen in place(needs, cells[row], clients).items():

@@ -11,6 +11,12 @@ One pure function of its inputs, whatever their order:
    rebalance that promotes caught-up learners; once they all are, membership unchanged, the
    assignment no longer changes;
 4. stateless tasks, placed around the stateful actives as they run now (`active_placement`).
+
+A draining client (one that is stopping) weighs nothing in 2 and 4: its stateless tasks move at
+once, its stateful ones go to a caught-up standby at once (a swap, as when nobody runs a task)
+or stay on it while their targets learn, outside the warm-up budget, since its every task must
+move before it goes. When every client drains, none is treated as draining: there is nobody to
+hand to.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TypeVar
 
 from streamjoin.assignment.tasks.active_placement import place_stateful, place_stateless
@@ -57,6 +64,9 @@ def assign_tasks(
     specs = _sorted_unique(tasks, lambda s: s.task, "task")
     if not members:
         return TaskAssignment({})
+    if all(member.draining for member in members):
+        members = [replace(member, draining=False) for member in members]
+    draining = frozenset(member.process_id for member in members if member.draining)
     lags = compute_lags(specs, members, settings.acceptable_recovery_lag)
     stateful = [spec.task for spec in specs if spec.stateful]
     target = place_stateful(stateful, members, lags)
@@ -68,10 +78,13 @@ def assign_tasks(
         target_standby=standbys,
         holders=target.holders,
         budget=settings.max_warmup_replicas,
+        draining=draining,
     )
     stateless = [spec.task for spec in specs if not spec.stateful]
     running = Counter(placement.active.values())
-    assignment = _collect(members, placement, place_stateless(stateless, members, running))
+    assignment = _collect(
+        members, placement, place_stateless(stateless, members, running), draining
+    )
     if assignment.followup:
         logger.debug(
             "task assignment: %d moves pending, %d learners",
@@ -90,7 +103,10 @@ def _sorted_unique(items: Iterable[T], key: Callable[[T], K], what: str) -> list
 
 
 def _collect(
-    members: list[ClientState], placement: Placement, stateless: dict[TaskId, str]
+    members: list[ClientState],
+    placement: Placement,
+    stateless: dict[TaskId, str],
+    draining: frozenset[str],
 ) -> TaskAssignment:
     active: dict[str, list[TaskId]] = {member.process_id: [] for member in members}
     standby: dict[str, list[TaskId]] = {member.process_id: [] for member in members}
@@ -112,4 +128,5 @@ def _collect(
             for client in active
         },
         tuple(placement.pending),
+        draining,
     )

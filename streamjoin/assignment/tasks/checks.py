@@ -2,7 +2,8 @@
 
 Validity: every task runs exactly once; every stateful task has its standbys on distinct
 clients (fewer only when clients run out); learners only for stateful tasks, at most one per
-task and `max_warmup_replicas` in all; no client holds two copies of a task. Balance, per unit
+task and `max_warmup_replicas` in all (besides those of moves off draining clients, which hold
+no standbys or learners); no client holds two copies of a task. Balance, per unit
 of capacity: actives (B1), stateful copies (B2) and each subtopology's actives (B3). The plan
 command prints them; the tests hold every assignment to them.
 """
@@ -13,7 +14,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from streamjoin.assignment.tasks.model import AssignorSettings, TaskAssignment, TaskId, TaskSpec
+from streamjoin.assignment.tasks.model import (
+    AssignorSettings,
+    TaskAssignment,
+    TaskId,
+    TaskSpec,
+    Warmup,
+)
 
 __all__ = ("Spreads", "problems", "spreads")
 
@@ -53,7 +60,7 @@ def problems(
                 found.append(f"{client} mirrors stateless task {task}")
         actives.update(roles.active)
         copies.update(set(held))
-    clients = len(assignment.clients)
+    clients = len(assignment.clients) - len(assignment.draining)
     extra = 0
     for task, spec in sorted(specs.items()):
         if actives[task] != 1:
@@ -64,11 +71,21 @@ def problems(
         elif copies[task] != wanted:
             found.append(f"{task} has {copies[task]} copies, expected {wanted}")
     learners = sum(len(roles.learner) for roles in assignment.clients.values())
-    if learners != extra or learners > settings.max_warmup_replicas:
+    free = sum(
+        1
+        for move in assignment.pending
+        if move.warmup is Warmup.LEARNER and move.holder in assignment.draining
+    )
+    if learners != extra or learners - free > settings.max_warmup_replicas:
+        off = f", {free} moving off draining clients" if free else ""
         found.append(
-            f"{learners} learners ({extra} tasks with an extra copy), "
-            f"at most {settings.max_warmup_replicas} allowed"
+            f"{learners} learners ({extra} tasks with an extra copy{off}), "
+            f"at most {settings.max_warmup_replicas} allowed{' besides those' if free else ''}"
         )
+    for client in sorted(assignment.draining):
+        roles = assignment.clients[client]
+        if roles.standby or roles.learner:
+            found.append(f"draining {client} was given standbys or learners")
     return found
 
 

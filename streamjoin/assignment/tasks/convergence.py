@@ -70,6 +70,7 @@ class ReportingCluster(Cluster):
                     state.previous_active,
                     state.previous_standby,
                     offsets,
+                    state.draining,
                 )
             )
         return reported

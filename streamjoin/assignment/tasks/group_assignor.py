@@ -1,12 +1,13 @@
 """The task assignor as a consumer-group assignor (`streamjoin-tasks`): subscriptions with
 SubscriptionInfo in, partitions plus AssignmentInfo out.
 
-Each member says which process it is, how many tasks it can take, and how far its local state
-of every task is (offset sums). The leader turns the group's topics into tasks (one per
-partition number of each sub-topology), runs `assign_tasks` over the processes (a client is a
-process id: all members of one host share it, its capacity is theirs together), spreads each
-client's tasks over its members (members.py), gives every member the input partitions of its
-active tasks, and tells it its standby and learner tasks.
+Each member says which process it is, how many tasks it can take, how far its local state
+of every task is (offset sums), and whether it is draining (stopping: its tasks move off it
+warm, and the leader tells it that it was taken as draining). The leader turns the group's
+topics into tasks (one per partition number of each sub-topology), runs `assign_tasks` over
+the processes (a client is a process id: all members of one host share it, its capacity is
+theirs together), spreads each client's tasks over its members (members.py), gives every
+member the input partitions of its active tasks, and tells it its standby and learner tasks.
 The cooperative step (group/) then holds back partitions another member still owns, so a task
 that moves keeps running on its old owner until that owner has revoked it.
 
@@ -95,6 +96,8 @@ class TaskPartitionAssignor(PartitionAssignor):
         self._ends: Mapping[TaskId, int] | None = None
         self.latest: AssignmentInfo | None = None
         """What this member was told in its last assignment."""
+        self.generation = -1
+        """The generation of `latest`."""
         self.last_plan: TaskAssignment | None = None
         """The leader's last task assignment (for logs and tests)."""
         self.last_members: Mapping[str, str] = {}
@@ -111,6 +114,7 @@ class TaskPartitionAssignor(PartitionAssignor):
         except ProtocolDecodeError as exc:
             logger.warning("assignment without task roles (%s): running only its partitions", exc)
             self.latest = AssignmentInfo()
+        self.generation = generation
 
     # -- leader side ---------------------------------------------------------------------------
 
@@ -178,6 +182,7 @@ class TaskPartitionAssignor(PartitionAssignor):
         assignment: GroupAssignment = {}
         for process, spread in spreads.items():
             warming = plan.warming_up(process)
+            draining = process in plan.draining
             for member, roles in spread.items():
                 told = AssignmentInfo(
                     roles.active,
@@ -189,6 +194,7 @@ class TaskPartitionAssignor(PartitionAssignor):
                     version=min(version, LATEST_VERSION),
                     warmup=tuple(sorted(warming.intersection(roles.standby + roles.learner))),
                     query_hosts=query_hosts,
+                    draining=draining,
                 )
                 partitions = [tp for task in roles.active for tp in self._partitions(task)]
                 assignment[member] = Assignment(
@@ -238,6 +244,9 @@ class TaskPartitionAssignor(PartitionAssignor):
             previous_active=frozenset(active),
             previous_standby=frozenset(standby - active),
             offset_sums=sums,
+            # A host drains when all its processes do; one process of several stopping moves
+            # its tasks to its siblings, which share its state directory.
+            draining=all(info.draining for _, info in members),
         )
 
     def _with_observed_lags(

@@ -95,6 +95,9 @@ class ClientState:
     `offset_sums` holds, for every stateful task the process has local state for (assigned or
     not), the sum of its changelog offsets; `RUNNING_ACTIVE` for a task it runs as a caught-up
     active. A task without an entry has no local state.
+
+    A `draining` client is stopping: it counts as capacity 0 (no task is placed on it), but
+    keeps running its stateful actives until their new owners have caught up (a warm scale-in).
     """
 
     process_id: str
@@ -102,6 +105,12 @@ class ClientState:
     previous_active: frozenset[TaskId] = frozenset()
     previous_standby: frozenset[TaskId] = frozenset()
     offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
+    draining: bool = False
+
+    @property
+    def weight(self) -> int:
+        """Its share of tasks: its capacity, 0 while it drains."""
+        return 0 if self.draining else self.capacity
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
@@ -192,6 +201,8 @@ class TaskAssignment:
 
     clients: Mapping[str, ClientAssignment]
     pending: tuple[PendingMove, ...] = ()
+    draining: frozenset[str] = frozenset()
+    """Clients that drained in this assignment: moves off them learn outside the warm-up budget."""
 
     @property
     def followup(self) -> bool:

@@ -15,6 +15,11 @@ in order of fewest clients able to host it (the most fragile first, then by id):
 Standbys bound for a client that is not caught up stay with a more caught-up client that holds
 no copy, the target learning when budget is left; when that client is the target of a waiting
 active move, that move warms up in the standby slot. Every such move asks for a follow-up.
+
+A task running on a draining client (one about to stop) leaves it as soon as it can do so warm:
+to a caught-up standby at once (the swap), else its target learns while it runs on, outside
+the budget, since all of that client's tasks must move before it goes. A draining client is
+never chosen to keep a standby.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ def stage_movements(
     target_standby: Mapping[TaskId, list[str]],
     holders: Mapping[TaskId, str],
     budget: int,
+    draining: frozenset[str] = frozenset(),
 ) -> Placement:
     """This assignment's stateful copies, given the targets and who runs each task now."""
     placement = Placement(
@@ -61,8 +67,9 @@ def stage_movements(
             continue
         running = holders.get(task)
         standbys = placement.standby[task]
+        leaving = running in draining
         swap = running if running in standbys else None
-        if swap is None and (running is None or budget == 0):
+        if swap is None and (running is None or budget == 0 or leaving):
             swap = next((c for c in task_lags.hosts() if c in standbys), None)
         if swap is not None:
             placement.active[task] = swap
@@ -72,9 +79,13 @@ def stage_movements(
             continue
         holder = running if running is not None else task_lags.hosts()[0]
         placement.active[task] = holder
-        budget = _learn(placement, task, Role.ACTIVE, target=target, holder=holder, budget=budget)
+        budget = _learn(
+            placement, task, Role.ACTIVE, target=target, holder=holder, budget=budget, free=leaving
+        )
     for task in order:
-        budget = _stage_standbys(placement, task, lags[task], swapped.get(task), budget)
+        budget = _stage_standbys(
+            placement, task, lags[task], swapped.get(task), budget, draining=draining
+        )
     placement.pending = [_warming_as_standby(move, placement) for move in placement.pending]
     return placement
 
@@ -88,7 +99,13 @@ def _warming_as_standby(move: PendingMove, placement: Placement) -> PendingMove:
 
 
 def _stage_standbys(
-    placement: Placement, task: TaskId, task_lags: TaskLags, swapped_in: str | None, budget: int
+    placement: Placement,
+    task: TaskId,
+    task_lags: TaskLags,
+    swapped_in: str | None,
+    budget: int,
+    *,
+    draining: frozenset[str],
 ) -> int:
     """Keep the task's standbys on caught-up clients while their targets warm up.
 
@@ -99,7 +116,7 @@ def _stage_standbys(
         lag = task_lags.lag(target)
         if target == swapped_in or lag <= task_lags.acceptable:
             continue
-        holding = {placement.active[task], *standbys, placement.learner.get(task)}
+        holding = {placement.active[task], *standbys, placement.learner.get(task), *draining}
         better = next(
             (client for other, client in task_lags.ranked if other < lag and client not in holding),
             None,
@@ -113,12 +130,20 @@ def _stage_standbys(
 
 
 def _learn(
-    placement: Placement, task: TaskId, role: Role, *, target: str, holder: str, budget: int
+    placement: Placement,
+    task: TaskId,
+    role: Role,
+    *,
+    target: str,
+    holder: str,
+    budget: int,
+    free: bool = False,
 ) -> int:
-    """Record a pending move; `target` learns if budget is left and the task has no learner."""
-    learns = budget > 0 and task not in placement.learner
+    """Record a pending move; `target` learns if the task has no learner and budget is left
+    (or the move is `free` of the budget); returns the budget left."""
+    learns = (free or budget > 0) and task not in placement.learner
     if learns:
         placement.learner[task] = target
     warmup = Warmup.LEARNER if learns else Warmup.WAITING
     placement.pending.append(PendingMove(task, role, target, holder, warmup))
-    return budget - 1 if learns else budget
+    return budget - 1 if learns and not free else budget

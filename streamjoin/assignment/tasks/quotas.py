@@ -28,15 +28,16 @@ def share_ranges(
     """Each client's share of `total` by weight, kept within [lower, upper], rounded both ways.
 
     Shares are clamp(level x weight) with the level that makes them add up to `total`
-    (water-filling), in exact arithmetic so that an integral share has a single rounding.
+    (water-filling), in exact arithmetic so that an integral share has a single rounding. A
+    client of weight 0 gets its lower bound.
     """
     clients = sorted(weights)
     low = {client: (lower or {}).get(client, 0) for client in clients}
     high = {client: (upper or {}).get(client, total) for client in clients}
     if sum(low.values()) > total or sum(high.values()) < total:
         raise ValueError(f"cannot split {total} within the given bounds")
-    shares: dict[str, Fraction] = {}
-    free = clients
+    shares = {client: Fraction(low[client]) for client in clients if not weights[client]}
+    free = [client for client in clients if weights[client]]
     while free:
         level = Fraction(total - sum(shares.values()), sum(weights[c] for c in free))
         below = [c for c in free if level * weights[c] < low[c]]

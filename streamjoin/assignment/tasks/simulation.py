@@ -35,6 +35,7 @@ class NotConvergedError(AssertionError):
 class _Member:
     capacity: int
     last: ClientAssignment = field(default_factory=ClientAssignment)
+    draining: bool = False
 
 
 class Cluster:
@@ -66,6 +67,11 @@ class Cluster:
 
     def stop(self, client: str) -> None:
         self.stopped[client] = self.live.pop(client)
+        self.stopped[client].draining = False
+
+    def drain(self, client: str) -> None:
+        """The client is stopping: it hands its tasks off warm before `stop`."""
+        self.live[client].draining = True
 
     def states(self) -> list[ClientState]:
         """What the live clients report when the next rebalance starts."""
@@ -81,6 +87,7 @@ class Cluster:
                     frozenset(last.active),
                     frozenset(last.standby) | frozenset(last.learner),
                     offsets,
+                    member.draining,
                 )
             )
         return states

@@ -4,7 +4,7 @@ Counts come first, as for actives: every client's stateful copies (actives plus 
 capacity share of all copies, so the state each client keeps hot is balanced too; the rounded-up
 shares go to clients already holding more than their share, then to those with most state.
 Within those counts a client keeps the standbys it is caught up on; the rest go to clients with
-the most state for them.
+the most state for them. A draining client keeps none.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ def place_standbys(
     without a learner.
     """
     owners, holders = target.owners, target.holders
-    copies = min(replicas, len(clients) - 1)
+    weights = {client.process_id: client.weight for client in clients}
+    closed = frozenset(client for client, weight in weights.items() if not weight)
+    copies = min(replicas, len(clients) - len(closed) - 1)
     if copies <= 0 or not stateful:
         return {}
-    weights = {client.process_id: client.capacity for client in clients}
     capacity = sum(weights.values())
     mirrored = {(c.process_id, task) for c in clients for task in c.previous_standby}
     needs = []
@@ -49,11 +50,16 @@ def place_standbys(
         running = holders.get(task)
         keepers = tuple(
             sorted(
-                (c for lag, c in task_lags.ranked if c != owners[task] and task_lags.can_host(lag)),
+                (
+                    c
+                    for lag, c in task_lags.ranked
+                    if c != owners[task] and c not in closed and task_lags.can_host(lag)
+                ),
                 key=lambda c: (task_lags.lag(c), c != running, (c, task) not in mirrored, c),
             )[:copies]
         )
-        needs.append(Need(task, copies, keepers, frozenset((owners[task],)), task_lags, running))
+        forbidden = closed | {owners[task]}
+        needs.append(Need(task, copies, keepers, forbidden, task_lags, running))
     actives = Counter(owners[task] for task in stateful)
     keeping = Counter(client for need in needs for client in need.claims)
     partial = Counter(
@@ -72,6 +78,6 @@ def place_standbys(
             c,
         ),
         lower={client: actives[client] for client in weights},
-        upper=dict.fromkeys(weights, len(stateful)),
+        upper={client: len(stateful) if weight else 0 for client, weight in weights.items()},
     )
     return place(needs, {c: totals[c] - actives[c] for c in weights}, sorted(weights))

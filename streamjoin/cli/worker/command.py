@@ -168,6 +168,15 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
             metavar="SECONDS", help="Time without heartbeat before the group drops the worker."
         ),
     ] = 10.0,
+    drain_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="On SIGTERM (or Ctrl-C), keep running the tasks while other workers warm them "
+            "up, hand them off, then leave; this long at most (0: leave at once). Keep it some "
+            "seconds below the grace period of what stops the worker (Kubernetes: 30 s).",
+        ),
+    ] = 20.0,
     capacity: Annotated[int, typer.Option(help="Share of tasks relative to other workers.")] = 1,
     standby_replicas: Annotated[
         int | None,
@@ -258,12 +267,15 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
 ) -> None:
     """Run an app's joins as one member of its worker group.
 
-    Ctrl-C or SIGTERM: finish the batch, commit, leave the group (with --processes: every
-    process); a second signal exits at once. A default "(app setting, X)" is the app's own
+    Ctrl-C or SIGTERM: hand the tasks off warm (--drain-timeout), finish the batch, commit,
+    leave the group (with --processes: every process); a second signal leaves without waiting
+    for the hand-off, a third exits at once. A default "(app setting, X)" is the app's own
     (streamjoin.App(..., setting=X)), which the option overrides; window_memory_bytes is set
     in the app only.
     """
     count = parse_processes(processes)
+    if drain_timeout < 0:
+        fail(f"--drain-timeout {drain_timeout}: cannot be negative (0: leave at once)")
     if count > 1 and (query_port or advertised_query_url):
         fail(
             f"--processes {count} with --query-port {query_port}: the processes of a host cannot "
@@ -287,6 +299,7 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         num_standby_replicas=standby_replicas,
         acceptable_recovery_lag=acceptable_recovery_lag,
         session_timeout_ms=int(session_timeout * 1000),
+        drain_timeout_s=drain_timeout,
         heartbeat_interval_ms=max(100, int(session_timeout * 1000) // 6),
     )
     try:
@@ -339,9 +352,9 @@ def worker(  # noqa: PLR0917 - one parameter per command-line option
         def on_signal() -> None:
             nonlocal signals
             signals += 1
-            if signals > 1:
+            if signals > 2:
                 os._exit(130)
-            running.stop()
+            running.stop(warm=signals == 1)
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, on_signal)

@@ -58,6 +58,9 @@ class WorkerOptions:
     """Hot standbys per task (default: the app's `num_standby_replicas`)."""
     acceptable_recovery_lag: int | None = None
     """Records behind at which a copy counts as caught up (default: the app's)."""
+    drain_timeout_s: float = 20.0
+    """`stop(warm=True)` (SIGTERM) hands the active tasks off warm for this long at most before
+    the worker leaves; 0: it leaves at once."""
     followup_on_catch_up: bool = True
     """Request the follow-up rebalance as soon as every learner here has caught up; False
     leaves it to the probing interval (Kafka Streams' behaviour, for comparison)."""

@@ -7,8 +7,10 @@ signal handling, exit status and error line), the supervisor needs to know none 
 worker's options, and the children's output comes through pipes that it prefixes with the
 process index. All children use the same state directory, hence the same process id.
 
-- SIGTERM/SIGINT: forwarded as SIGTERM to every child (each commits, leaves the group, closes
-  its stores); exit 0 once all have ended. A second signal kills them at once (exit 130).
+- SIGTERM/SIGINT: forwarded as SIGTERM to every child (each hands its tasks off warm, commits,
+  leaves the group, closes its stores); exit 0 once all have ended. A second signal is
+  forwarded too (each leaves without waiting for the hand-off), a third kills them at once
+  (exit 130).
   Children run in their own session, so a terminal's Ctrl-C reaches them only through here.
 - A child that dies is restarted (same process id: same state directory) after a backoff; if
   children die `max_deaths` times within `window_s` (all together), or one exits with status
@@ -155,10 +157,13 @@ class Supervisor:
 
     def _on_signal(self) -> None:
         self._signals += 1
-        if self._signals > 1:
+        if self._signals > 2:
             self._signal_children(signal.SIGKILL)
             os._exit(130)
-        logger.info("stopping %d worker processes", len(self.children))
+        if self._signals == 1:
+            logger.info("stopping %d worker processes", len(self.children))
+        else:
+            logger.info("stopping %d worker processes without the hand-off", len(self.children))
         self.stop()
 
     def _signal_children(self, signum: int) -> None:

@@ -53,7 +53,7 @@ from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
-from streamjoin.runtime.process.watch import watch_group
+from streamjoin.runtime.process.watch import run_beside, watch_group
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
@@ -92,6 +92,7 @@ class Worker:
         self._commits_refused = False
         """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
+        self._draining = asyncio.Event()
         self.manager: TaskManager | None = None
         self.sink: ProducerSink | None = None
         self.started = asyncio.Event()
@@ -103,10 +104,11 @@ class Worker:
         self.status: WorkerStatus | None = None  # its live state (GET /status) once it runs
         self.last_commit_ms: int | None = None
 
-    def stop(self) -> None:
-        """Ask the worker to finish its batch, commit, leave the group and close (thread-safe
-        only from the event loop; signal handlers call it)."""
-        self._stopping.set()
+    def stop(self, *, warm: bool = False) -> None:
+        """Finish the batch, commit, leave the group, close; `warm`: hand the tasks off warm first
+        (draining.py), cut short by a later stop(). From the event loop only (signal handlers)."""
+        drain = warm and self.options.drain_timeout_s > 0 and not self._draining.is_set()
+        (self._draining if drain else self._stopping).set()
 
     async def run(self) -> None:
         # A worker of its own refuses a state directory another worker holds; the processes
@@ -230,7 +232,7 @@ class Worker:
         manager.global_tables = self.global_tables
         self.purger = RepartitionPurger(self.kafka, [r.topic.name for r in topology.repartitions])
         self.manager, self.sink, self.state, self.consumer = manager, sink, state, consumer
-        self.followup, self.status = watch_group(
+        self.followup, self.status, self.drain = watch_group(
             self.app.settings,
             self.options,
             recorder,
@@ -257,11 +259,13 @@ class Worker:
             await service.start(context)
         await consumer.start()
         self.started.set()
-        monitor = asyncio.create_task(self.loop_monitor.run(), name="loop monitor")
-        watching = asyncio.create_task(self.status.run(), name="status")
-        followups = asyncio.create_task(
-            self.followup.run(catch_up=self.options.followup_on_catch_up),
-            name="follow-up trigger",
+        watchers = run_beside(
+            self.loop_monitor,
+            self.followup,
+            self.status,
+            self.drain,
+            (self._draining, self._stopping),
+            catch_up=self.options.followup_on_catch_up,
         )
         failed = False
         try:
@@ -279,7 +283,7 @@ class Worker:
         finally:
             for service in self.services:
                 await service.stop()  # before the stores it reads close
-            for background in (followups, monitor, watching):
+            for background in watchers:
                 background.cancel()
             quickly = failed or watch.lost_since is not None
             await self.purger.close(wait=not quickly)

@@ -6,6 +6,11 @@ that had it as a standby meanwhile): both complete a move once caught up.
 Never during a rebalance, and never in a loop: if the group answers a request with the same
 learners again (a learner whose input outruns its restore falls behind before the leader looks),
 the next request waits twice as long, up to the probing interval, and the log says so.
+
+A worker told to run tasks whose partitions the cooperative step still withholds (their old
+owner revokes them now) rejoins at once too, rather than when its next heartbeat hears of the
+old owner's rejoin: that wait was a good part of a moved task's pause. Once per set of such
+tasks, so that a group that withholds them again does not rebalance in a loop.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class FollowupTrigger:
         self._penalised: int | None = None
         """Generation in which the current backoff started."""
         self._probed: int | None = None
+        self._withheld: frozenset[TaskId] = frozenset()
         self.requests = 0
 
     async def run(self, *, catch_up: bool = True) -> None:
@@ -110,6 +116,14 @@ class FollowupTrigger:
                 self._backoff = 0.0
         caught_up = ", ".join(map(str, sorted(warmups)))
         self._ask(f"warm-ups caught up: {caught_up}", warmups, RebalanceReason.FOLLOW_UP)
+
+    def withheld(self, tasks: frozenset[TaskId]) -> None:
+        """After an assignment: `tasks` are this worker's now, their partitions still withheld."""
+        if tasks and tasks != self._withheld:
+            self.requests += 1
+            self._told(RebalanceReason.FOLLOW_UP)
+            self._request(f"follow-up: {len(tasks)} tasks assigned here wait for their partitions")
+        self._withheld = tasks
 
     def _ask(self, text: str, warmups: frozenset[TaskId], reason: RebalanceReason) -> None:
         self._asked = (self._generation(), warmups)

@@ -29,6 +29,7 @@ from streamjoin.runtime.tasks.repartition import RepartitionTask
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.tasks.running import MemberTask, RunningTask, member_task, running_task
 from streamjoin.runtime.tasks.scheduler import Scheduler
+from streamjoin.runtime.tasks.standbys import Standbys
 from streamjoin.runtime.topology.app_topology import AppTopology, GlobalTables, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
 
@@ -87,6 +88,9 @@ class TaskManager(RebalanceListener):
         self._state = state
         self._sink = sink
         self.fetch: FetchControl | None = None
+        self.withheld: Callable[[frozenset[TaskId]], None] = lambda tasks: None
+        """Told after each assignment of the tasks assigned here whose partitions the
+        cooperative step still withholds (tasks/followup.py asks for the follow-up at once)."""
         self.global_tables: GlobalTables | None = None
         """The worker's global tables, which global-table joins read (set before tasks run)."""
         self._commit = commit
@@ -102,6 +106,7 @@ class TaskManager(RebalanceListener):
         )
         """Records fetched for a task that is not running yet."""
         self.rebalances = 0
+        self._standbys = Standbys(topology, roles, state, active=self.active.keys)
         self.failure: BaseException | None = None
         """Why a task could not be opened, or revoked tasks not committed; the worker stops
         with it."""
@@ -128,9 +133,10 @@ class TaskManager(RebalanceListener):
         for task_id in opening:
             self.active[task_id] = _Active(self._inputs(task_id))
         self._apply_pauses()
+        self.withheld(self.roles.roles().active - self.active.keys())
         for task_id in opening:
             await self._open(task_id)
-        await self._sync_standbys()
+        await self._standbys.sync()
 
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         self._owned -= partitions
@@ -262,8 +268,10 @@ class TaskManager(RebalanceListener):
         await self.on_lost(frozenset(self._owned))
 
     async def close(self) -> None:
-        """Stop opening tasks (the worker closes the state manager itself)."""
+        """Stop opening tasks, finish closing the tasks with no role here (the worker closes
+        the state manager itself)."""
         await self.scheduler.close()
+        await self._standbys.close()
         for active in self.active.values():
             if active.opening is not None:
                 active.opening.cancel()
@@ -274,25 +282,6 @@ class TaskManager(RebalanceListener):
 
     def _running_tasks(self) -> list[MemberTask]:
         return [m for a in self.active.values() if a.running is not None for m in a.running.members]
-
-    async def _sync_standbys(self) -> None:
-        """Standbys and learners tail their changelogs; so does an active task whose partitions
-        the cooperative step still withholds (it will run here after the follow-up). Tasks this
-        worker has no role in any more are closed (their state stays on disk)."""
-        told = self.roles.roles()
-        wanted = {
-            t
-            for t in (told.standby | told.learner | told.active) - self.active.keys()
-            if self.topology.is_stateful(t.subtopology)
-        }
-        for task_id in sorted(wanted - self.roles.standby):
-            await self._state.open_standby(self.topology.task_spec(task_id))
-            self.roles.standby.add(task_id)
-        self.roles.standby &= wanted
-        running = {str(t) for t in self.active}
-        for name in sorted(self._state.tasks.keys() - running - {str(t) for t in wanted}):
-            await self._state.close_task(name)
-            logger.info("task %s closed: no role here any more", name)
 
     def _complete_tasks(self, partitions: Iterable[TopicPartition]) -> set[TaskId]:
         """Tasks for which this worker now owns every input partition."""

@@ -7,8 +7,8 @@ paused.
   rejoin after losing its membership (rejoined), and, on the leader, members it did not see in
   the previous generation (member-joined) or a previous leader or members gone (member-left).
   Otherwise another member started it (group): `streamjoin status` merges what every worker
-  says of one generation. New reasons (a stopping worker draining its tasks warm) are new
-  values of `RebalanceReason`.
+  says of one generation. A worker told to stop asks for one to hand its tasks off warm
+  (draining).
 - Output pause of a task that became active here: from the moment its old owner stopped (the
   end of the rebalance that took it away; the start of this worker's rebalance when the task
   had no owner left, as when one leaves) to the first record this worker processed of it.
@@ -48,6 +48,8 @@ class RebalanceReason(enum.StrEnum):
     FOLLOW_UP = "follow-up"
     PROBING = "probing"
     REJOINED = "rejoined"
+    DRAINING = "draining"
+    """A worker told to stop hands its tasks off warm (runtime/process/draining.py)."""
     GROUP = "group"
     """Started by another member: its reason is in its own history."""
 

@@ -34,6 +34,8 @@ class Roles:
     learner: frozenset[TaskId] = frozenset()
     warmup: frozenset[TaskId] = frozenset()
     """Learners and standbys whose catching up completes a move to this worker."""
+    draining: bool = False
+    """The leader took this worker as draining: its tasks move off it warm."""
 
 
 class WorkerRoles:
@@ -53,6 +55,10 @@ class WorkerRoles:
         self.process_id = process_id
         self.standby: set[TaskId] = set()
         """Tasks this worker keeps as standbys or learners now (maintained by the task manager)."""
+        self.draining = False
+        """Set by the worker when it stops warm: its subscriptions say so from then on."""
+        self._sent_draining = False
+        """Whether the last subscription said so."""
         self._state = state
         self._bootstrap = bootstrap
         self._capacity = capacity
@@ -82,7 +88,22 @@ class WorkerRoles:
                 self.topology.from_assignment(t) for t in tasks if self.topology.knows(t)
             )
 
-        return Roles(mine(told.active), mine(told.standby), mine(told.learner), mine(told.warmup))
+        return Roles(
+            mine(told.active),
+            mine(told.standby),
+            mine(told.learner),
+            mine(told.warmup),
+            told.draining,
+        )
+
+    def drain_answer(self, generation: int) -> bool | None:
+        """Whether the group took this worker as draining, as the assignment of `generation`
+        says; None if that assignment is not in yet or answers a subscription sent before the
+        worker began to drain (call while the member is stable in `generation`)."""
+        told = self.assignor.latest
+        if told is None or not self._sent_draining or self.assignor.generation != generation:
+            return None
+        return told.draining
 
     @property
     def next_probe_ms(self) -> int | None:
@@ -105,6 +126,7 @@ class WorkerRoles:
                 and sums.get(self.topology.to_assignment(known[task_id])) != RUNNING_ACTIVE
             ):
                 lags[self.topology.to_assignment(known[task_id])] = lag
+        self._sent_draining = self.draining
         return SubscriptionInfo(
             self.process_id,
             self._capacity,
@@ -115,6 +137,7 @@ class WorkerRoles:
             lags,
             query_url=self.query_url,
             status_url=self.status_url,
+            draining=self.draining,
         )
 
     async def _end_offsets(

@@ -169,10 +169,17 @@ class LocalStore(ABC):
 
     def close(self) -> None:
         """Close the database; pending writes are dropped and memory goes back to the budget."""
+        db = self.release()
+        if db is not None:
+            db.close()
+
+    def release(self) -> Rdict | None:
+        """Stop using the database, as `close` does, and return it for the caller to close
+        (on another thread: RocksDB waits for its background jobs); None if already done."""
         if self._closed:
-            return
+            return None
         self._closed = True
         self.discard_pending()
         self._writer = None
-        self._db.close()
         self.memory.store_closed(self)
+        return self._db

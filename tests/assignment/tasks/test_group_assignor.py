@@ -44,6 +44,8 @@ def member(
     sums: Mapping[TaskId, int] | None = None,
     lags: Mapping[TaskId, int] | None = None,
     query_url: str | None = None,
+    *,
+    draining: bool = False,
 ) -> Subscription:
     info = SubscriptionInfo(
         process,
@@ -51,6 +53,7 @@ def member(
         offset_sums=dict(sums or {}),
         lags=dict(lags or {}),
         query_url=query_url,
+        draining=draining,
     )
     partitions = tuple(TopicPartition(t, p) for p in owned for t in TOPICS)
     return Subscription(TOPICS, encode_subscription_info(info), partitions)
@@ -93,6 +96,36 @@ def test_a_move_warming_up_in_a_standby_slot_is_told_as_a_warm_up() -> None:
     assert len(told.warmup) == 1 and set(told.warmup) < set(told.standby)
     old = decode_assignment_info(run(assignor, subscriptions)["m-old"].user_data)  # type: ignore[attr-defined]
     assert old.warmup == ()
+
+
+def test_a_draining_worker_is_told_so_and_keeps_its_tasks_while_they_are_learned() -> None:
+    ends = {TaskId(0, 0): 500, TaskId(0, 1): 700}
+    assignor = make(ends)
+    subscriptions = {
+        "m-a": member("a", owned=(0,), sums={TaskId(0, 0): -2}),
+        "m-b": member("b", owned=(1,), sums={TaskId(0, 1): -2}, draining=True),
+    }
+    result = run(assignor, subscriptions)
+    leaving = decode_assignment_info(result["m-b"].user_data)  # type: ignore[attr-defined]
+    staying = decode_assignment_info(result["m-a"].user_data)  # type: ignore[attr-defined]
+    assert (leaving.draining, staying.draining) == (True, False)
+    assert leaving.active == (TaskId(0, 1),) and staying.learner == (TaskId(0, 1),)
+    assert staying.warmup == (TaskId(0, 1),)
+    # Caught up: the task moves, the draining worker holds nothing and may leave.
+    subscriptions["m-a"] = member(
+        "a", owned=(0,), sums={TaskId(0, 0): -2, TaskId(0, 1): 700}, draining=False
+    )
+    result = run(assignor, subscriptions)
+    leaving = decode_assignment_info(result["m-b"].user_data)  # type: ignore[attr-defined]
+    assert leaving.draining and leaving.active == leaving.standby == leaving.learner == ()
+    assert result["m-b"].partitions == ()  # type: ignore[attr-defined]
+
+
+def test_a_draining_worker_alone_is_not_taken_as_draining() -> None:
+    assignor = make({TaskId(0, 0): 5, TaskId(0, 1): 7})
+    result = run(assignor, {"m-b": member("b", owned=(0, 1), draining=True)})
+    told = decode_assignment_info(result["m-b"].user_data)  # type: ignore[attr-defined]
+    assert not told.draining and len(told.active) == 2
 
 
 def test_a_caught_up_learner_is_promoted() -> None:

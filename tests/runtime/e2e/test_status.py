@@ -78,6 +78,17 @@ async def status_json(group: str, bootstrap: str) -> dict[str, Any]:
     return snapshot
 
 
+async def stable_status_json(group: str, bootstrap: str, within_s: float = 60) -> dict[str, Any]:
+    """The JSON snapshot once the group is Stable: a broker describes no protocol while a
+    rebalance is under way (under load the second worker's join may still be settling)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        snapshot = await status_json(group, bootstrap)
+        if snapshot["state"] == "Stable" or time.monotonic() > deadline:
+            return snapshot
+        await asyncio.sleep(0.5)
+
+
 class TerminalView:
     """`streamjoin status` live, on a pseudo-terminal 200 columns wide, its output kept."""
 
@@ -201,7 +212,7 @@ async def two_workers_with_state(
     await harness.send(
         bs, f"imp-{unique}", range(PARTITIONS * STATE_RECORDS), partitions=PARTITIONS
     )
-    before = await status_json(group, bs)
+    before = await stable_status_json(group, bs)
     assert before["protocol"] == "streamjoin-tasks"
     assert before["rebalance_protocol"] == "cooperative"
     assert len(before["members"]) == 2 and all(m["answered"] for m in before["members"])

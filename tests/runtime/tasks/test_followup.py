@@ -114,3 +114,18 @@ def test_the_probing_time_asks_once_even_without_catch_up() -> None:
     trigger.check(0, 1_000, catch_up=False)
     trigger.check(0, 2_000, catch_up=False)
     assert asked == ["probing rebalance: the assignment asked for one"]
+
+
+def test_tasks_assigned_here_but_withheld_ask_for_the_follow_up_once() -> None:
+    """Their old owner rejoins once it has revoked them; this worker would hear of that only
+    at its next heartbeat. Asking at once saves that wait; asking again for the same tasks
+    (withheld once more) would rebalance in a loop."""
+    trigger, asked = make(FakeRoles(frozenset()), FakeState({}), [5])
+    trigger.withheld(frozenset())
+    assert asked == []
+    trigger.withheld(frozenset({LEARNER}))
+    trigger.withheld(frozenset({LEARNER}))
+    assert asked == ["follow-up: 1 tasks assigned here wait for their partitions"]
+    trigger.withheld(frozenset())
+    trigger.withheld(frozenset({LEARNER}))
+    assert len(asked) == 2
