@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,18 @@ async def stable_status_json(group: str, bootstrap: str, within_s: float = 60) -
         await asyncio.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
+    """A suite started in the background (`make test &`, a CI runner) ignores SIGINT, and a child
+    started meanwhile inherits that: the view would never see the Ctrl-C this test sends. With a
+    handler installed here, the child starts with the default, as under a terminal's shell."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class TerminalView:
     """`streamjoin status` live, on a pseudo-terminal 200 columns wide, its output kept."""
 
@@ -99,14 +112,15 @@ class TerminalView:
         self.output = bytearray()
         env = {**os.environ, "COLUMNS": "200", "LINES": "80", "TERM": "xterm-256color"}
         env["STREAMJOIN_TEST_SUFFIX"] = suffix
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamjoin", "status", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            start_new_session=True,
-        )
+        with _ctrl_c_as_in_a_terminal():
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "streamjoin", "status", *args],
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=env,
+                start_new_session=True,
+            )
         os.close(slave)
         asyncio.get_running_loop().add_reader(master, self._read)
 
