@@ -5,7 +5,8 @@ as the workers' topology builds it, in the processing order of `order.py`.
 - A repartition topic is its key_by run on its source's records (`rekey.py`): a shuffle by the
   new key instead of a read of the topic.
 - A join's output topic that another join reads is that join's results, computed in the same
-  job, each in the partition the workers' producer gives it.
+  job, each in the partition the workers' producer gives it; in a streaming query with the
+  event time a join reading them needs (compiler.py's EVENT_TIME and its span).
 
 So a chained join and the joins before it run together, and nothing reads an internal topic.
 Stream topics are read with a margin before `--from` and after `--to` (the windows' reach and
@@ -28,6 +29,7 @@ from streamjoin.dsl.topology import compile_topology
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.watermarks import topic_partitions
 from streamjoin.spark.archive import read_archive
+from streamjoin.spark.compiler import EVENT_TIME, result_span
 from streamjoin.spark.inputs import Sources, TimeRange, read_topics
 from streamjoin.spark.kafka.offsets import OffsetRange, run_sync
 from streamjoin.spark.order import POSITION, source_ranks, with_positions
@@ -112,6 +114,8 @@ class AppJob:
     _records: dict[str, DataFrame] = field(default_factory=dict)
     _results: dict[str, DataFrame] = field(default_factory=dict)
     _partitions: dict[str, int] = field(default_factory=dict)
+    _spans: dict[str, int] = field(default_factory=dict)
+    """Streams of joins' results: how far after their EVENT_TIME their timestamps may be."""
 
     def __post_init__(self) -> None:
         self.spark.conf.set(*UNION_BY_PARTITIONS_OFF)
@@ -205,11 +209,17 @@ class AppJob:
     def _rekeyed_records(self, repartition: Repartition) -> DataFrame:
         source = self.records(repartition.source.name)
         count = self.partitions(repartition.topic.name)
+        if repartition.source.name in self._spans:
+            self._spans[repartition.topic.name] = self._spans[repartition.source.name]
         return rekey(source, repartition, count, skip_failures=self.options.skip_failures)
 
     def _output_as_input(self, spec: JoinSpec) -> DataFrame:
         """A join's results as the records of its output topic, for a join that reads it."""
         results = self.results(spec)
+        carried = [EVENT_TIME] if EVENT_TIME in results.columns else []
+        if carried:
+            left_span = self._spans.get(_reads(spec)[0], 0)
+            self._spans[spec.into.name] = result_span(spec, left_span)
         records = results.select(
             "key",
             "value",
@@ -219,6 +229,7 @@ class AppJob:
             "timestamp",
             sf.array().cast("array<struct<key:string,value:binary>>").alias("headers"),
             "pos",
+            *carried,
         )
         return keyed_partitions(records, self.partitions(spec.into.name))
 
@@ -227,8 +238,10 @@ class AppJob:
         found = self._results.get(spec.name)
         if found is None:
             self.prepare([spec])
-            left, right = (self.records(topic) for topic in _reads(spec))
-            found = join_results(spec, left, right, self.options)
+            reads = _reads(spec)
+            left, right = (self.records(topic) for topic in reads)
+            spans = (self._spans.get(reads[0], 0), self._spans.get(reads[1], 0))
+            found = join_results(spec, left, right, self.options, spans)
             self._results[spec.name] = found
         return found
 

@@ -65,10 +65,16 @@ def admitted(spec: JoinSpec, records: DataFrame, side: int, max_record_bytes: in
 
 
 def joined_records(
-    spec: JoinSpec, left: DataFrame, right: DataFrame, options: JoinOptions
+    spec: JoinSpec,
+    left: DataFrame,
+    right: DataFrame,
+    options: JoinOptions,
+    spans: tuple[int, int] = (0, 0),
 ) -> DataFrame:
     """JOINED_COLUMNS of `spec` over the records of the topics it reads (a foreign-key join: its
-    two tables). Each stream side's filter/map_values steps run first, as in the worker's task."""
+    two tables). Each stream side's filter/map_values steps run first, as in the worker's task.
+    `spans`: for streams of other joins' results, how far after their EVENT_TIME (compiler.py)
+    their timestamps may be."""
     skip = options.skip_failures
     left = admitted(spec, left, 0, options.max_record_bytes)
     right = admitted(spec, right, 1, options.max_record_bytes)
@@ -89,16 +95,20 @@ def joined_records(
         right, spec.right_steps, spec.right.value_serde, spec.right_value_serde, skip_failures=skip
     )
     if options.streaming:
-        return stream_join_records(spec, left, right)
+        return stream_join_records(spec, left, right, spans)
     return windowed_join(spec, left, right)
 
 
 def join_results(
-    spec: JoinSpec, left: DataFrame, right: DataFrame, options: JoinOptions = JoinOptions()
+    spec: JoinSpec,
+    left: DataFrame,
+    right: DataFrame,
+    options: JoinOptions = JoinOptions(),
+    spans: tuple[int, int] = (0, 0),
 ) -> DataFrame:
     """JOINED_COLUMNS plus `value`, the joiner's output bytes, for every result it kept (null
     for a tombstone)."""
-    joined = joined_records(spec, left, right, options)
+    joined = joined_records(spec, left, right, options, spans)
     fk = spec.foreign_key
     if fk is not None:  # the joiner sees the right table's values, not the response topic's
         spec = replace(spec, right=fk.right_table)

@@ -4,8 +4,9 @@ joiner as Spark's stream-stream join (compiler.py), and the results written as P
 layout of `backfill` (exactly once: Spark's file sink commits through the checkpoint) or
 produced to the join's output topic with the workers' headers (at least once).
 
-Windowed stream-stream joins only, along the whole chain: the others are refused in one line
-with the reason (`streamable`).
+Windowed stream-stream joins, and stream-table and global-table joins with plain tables
+(stream_static.py), along the whole chain: the others are refused in one line with the reason
+(`streamable`).
 """
 
 from __future__ import annotations
@@ -115,21 +116,43 @@ def streamable(app: App, spec: JoinSpec) -> JoinSpec:
     return spec
 
 
+def _writer(app: App, topic: str) -> JoinSpec | None:
+    """The join whose output `topic` is, through key_bys; none for a topic from outside."""
+    written = {s.into.name: s for s in app.joins}
+    rekeyed = {r.topic.name: r for r in app.repartitions}
+    while topic in rekeyed:
+        topic = rekeyed[topic].source.name
+    return written.get(topic)
+
+
 def _one_watermark(app: App, spec: JoinSpec) -> None:
-    """Refuse a windowed join reading a windowed join's output in the same query: it would
-    watermark a stream that already has one, past a stateful operator, which Spark disallows
-    ("Redefining watermark is disallowed", found by bench/shop_backfill.py's `--join ship`)."""
+    """Refuse a windowed join reading results that carry no event time it can use: Spark allows
+    one watermark on each path from a source, so a windowed join reading another join's results
+    times them by the event time those carry (compiler.py's EVENT_TIME), which an outer join's
+    right-only non-matches and a table lookup's results lack."""
     for join in upstream_joins(app, spec):
         if join.window is None:
             continue
-        for upstream in upstream_joins(app, join):
-            if upstream is not join and upstream.window is not None:
-                raise ConfigurationError(
-                    f"join {join.name!r} reads the output of windowed join {upstream.name!r}, "
-                    "which Spark cannot run as one stream: a second watermark after a stateful "
-                    "operator is disallowed; run it with `streamjoin worker`, or over history "
-                    "with `streamjoin backfill`"
-                )
+        for topic in (join.left.name, join.right.name):
+            upstream = _writer(app, topic)
+            if upstream is None:
+                continue
+            what = upstream.kind
+            if upstream.window is not None and upstream.how == "outer":
+                what = f"outer {what}"
+                why = "its right records without a match carry no left record's event time"
+            elif upstream.window is None and any(
+                j.window is not None for j in upstream_joins(app, upstream)
+            ):
+                why = "a table lookup's results do not carry the windowed join's event time"
+            else:
+                continue
+            raise ConfigurationError(
+                f"join {join.name!r} reads the output of {what} {upstream.name!r}, "
+                "which Spark cannot time in one stream: it allows one watermark on each path "
+                f"from a source and {why}; run it with `streamjoin worker`, or over history "
+                "with `streamjoin backfill`"
+            )
 
 
 _LATE_BY_THIS_WATERMARK = {"spark.sql.streaming.statefulOperator.allowMultiple": "false"}

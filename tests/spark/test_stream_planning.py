@@ -84,10 +84,11 @@ def test_trigger_intervals() -> None:
     assert _interval(None) is None
 
 
-def test_a_windowed_join_of_a_windowed_joins_output_is_refused_in_one_line() -> None:
-    """Spark disallows a second watermark past a stateful operator (bench/shop_backfill.py's
-    `spark-stream --join ship` failed with "Redefining watermark is disallowed"); a table
-    lookup of a windowed join's output needs none."""
+def test_a_windowed_join_reads_results_only_where_they_carry_its_event_time() -> None:
+    """A windowed join of a windowed join's results runs in one query (bench/shop_backfill.py's
+    `spark-stream --join ship` failed in Spark with "Redefining watermark is disallowed"
+    before: tests/spark/test_stream_chain.py runs one); where the results carry no event time
+    for it (an outer join's right-only non-matches, a table lookup's results), one line."""
     app = App("chain")
     window = JoinWindows.of(1)
     keyed = app.topic("p").key_by("order")
@@ -95,12 +96,26 @@ def test_a_windowed_join_of_a_windowed_joins_output_is_refused_in_one_line() -> 
     app.join(app.topic("paid"), app.topic("s"), window=window, into="shipped", name="ship")(max)
     countries = app.global_table("c")
     app.join(app.topic("paid"), countries, key=str, into="located", name="locate")(max)
-    with pytest.raises(ConfigurationError) as refused:
-        streamable(app, app.get_join("ship"))
-    assert str(refused.value) == (
-        "join 'ship' reads the output of windowed join 'pay', which Spark cannot run as one "
-        "stream: a second watermark after a stateful operator is disallowed; run it with "
-        "`streamjoin worker`, or over history with `streamjoin backfill`"
+    app.join(app.topic("located"), app.topic("d"), window=window, into="far", name="far")(max)
+    app.join(app.topic("o"), app.topic("s"), window=window, how="outer", into="any", name="any")(
+        max
     )
-    assert streamable(app, app.get_join("pay")).name == "pay"
-    assert streamable(app, app.get_join("locate")).name == "locate"
+    app.join(app.topic("any").key_by("x"), app.topic("d"), window=window, into="y", name="y")(max)
+    for name in ("pay", "ship", "locate"):
+        assert streamable(app, app.get_join(name)).name == name
+    refused = {}
+    for name in ("far", "y"):
+        with pytest.raises(ConfigurationError) as failure:
+            streamable(app, app.get_join(name))
+        refused[name] = str(failure.value)
+    assert refused["far"] == (
+        "join 'far' reads the output of stream-global-table join 'locate', which Spark cannot "
+        "time in one stream: it allows one watermark on each path from a source and a table "
+        "lookup's results do not carry the windowed join's event time; run it with `streamjoin "
+        "worker`, or over history with `streamjoin backfill`"
+    )
+    assert refused["y"].startswith(
+        "join 'y' reads the output of outer windowed stream-stream join 'any', which Spark "
+        "cannot time in one stream: it allows one watermark on each path from a source and its "
+        "right records without a match carry no left record's event time;"
+    )
