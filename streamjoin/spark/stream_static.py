@@ -107,7 +107,10 @@ def stream_static_join(
         by, table = [LOOKUP], table.withColumnRenamed("key", LOOKUP)
     else:
         queries, by = stream, ["partition", "key"]
-    found = queries.join(_latest(table, by), by, "left").withColumn(_UPDATED, sf.col("t.timestamp"))
+    # Read once, at the first micro-batch: Spark would read the snapshot's offsets again and
+    # pick each key's latest update again in every micro-batch.
+    latest = _latest(table, by).persist()
+    found = queries.join(latest, by, "left").withColumn(_UPDATED, sf.col("t.timestamp"))
     check = ship(_RefuseOlder(spec.name, spec.right.name), f"join {spec.name!r}", [])
     checked = found.mapInArrow(check, found.schema).drop(_UPDATED)
     if spec.is_global:
