@@ -20,7 +20,7 @@ Prints seconds and input records/s of each, their ratios, and the machine's load
 and after each leg (the machine may be shared: figures under load are indicative only).
 
     python bench/shop_backfill.py [--orders 1000000] [--skip-worker] [--skip-stream]
-        [--stream-join locate] [--max-records-per-batch N]
+        [--stream-join locate] [--max-records-per-batch N] [--only-stream]
 """
 
 from __future__ import annotations
@@ -170,6 +170,9 @@ def main() -> None:
     )
     parser.add_argument("--orders", type=int, default=1_000_000)
     parser.add_argument("--skip-worker", action="store_true")
+    parser.add_argument(
+        "--only-stream", action="store_true", help="the stream and batch legs alone"
+    )
     parser.add_argument("--skip-stream", action="store_true")
     parser.add_argument("--stream-join", default="locate", choices=("pay", "ship", "locate"))
     parser.add_argument("--max-records-per-batch", type=int, default=None)
@@ -182,6 +185,9 @@ def main() -> None:
         records = asyncio.run(_produce(bootstrap, args.orders))
         print(f"produced {records:,} records in {time.monotonic() - t0:.0f} s  ({_load()})")
         where = ["--bootstrap", bootstrap, "--master", "local[2]"]
+        if args.only_stream:
+            _stream_leg(args.stream_join, where, out, args.max_records_per_batch)
+            return
         print(f"backfill of the app: starting ({_load()})")
         spark_s, stdout = _command("backfill", "app:joins", *where, "--output", f"{out}/all")
         counts = _counts(stdout)
