@@ -12,30 +12,24 @@ session."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from json_records import Output, Record, driver_outputs, output, produce
 from pyspark.sql import SparkSession
 
 from streamjoin import App, JoinWindows
 from streamjoin.broker import Broker
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
-from streamjoin.testing import TestDriver
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(600)]
 
 PARTITIONS = 2
-Record = tuple[str, str | None, dict[str, Any] | None, int]
-"""topic, key, value, timestamp"""
-Output = tuple[str | None, str, int, str | None, str | None]
 
 
 def _both(left: Any, right: Any) -> dict[str, Any]:
@@ -111,62 +105,9 @@ def _partition(record: Record) -> int:
     return 0 if key is None else partition_for_key(key.encode(), PARTITIONS)
 
 
-def _derived(app: App) -> set[str]:
+def _derived(app: App) -> frozenset[str]:
     """Topics whose records' offsets Spark cannot know: repartition topics and join outputs."""
-    return {r.topic.name for r in app.repartitions} | {s.into.name for s in app.joins}
-
-
-def _source(header: bytes | None, derived: set[str]) -> str | None:
-    if header is None:
-        return None
-    text = bytes(header).decode()
-    topic, partition = text.split(":")[:2]
-    return f"{topic}:{partition}" if topic in derived else text
-
-
-def _output(key: Any, value: Any, ts: int, headers: dict[str, Any], derived: set[str]) -> Output:
-    if isinstance(key, bytes | bytearray):
-        key = key.decode()
-    text = json.dumps(json.loads(value if isinstance(value, str) else bytes(value)), sort_keys=True)
-    return (
-        key,
-        text,
-        ts,
-        _source(headers.get(LEFT_SOURCE_HEADER), derived),
-        _source(headers.get(RIGHT_SOURCE_HEADER), derived),
-    )
-
-
-def _driver(app: App, records: list[Record]) -> dict[str, Counter[Output]]:
-    derived = _derived(app)
-    with TestDriver(app) as driver:
-        for record in records:
-            topic, key, value, ts = record
-            driver.pipe(topic, value, key=key, timestamp=ts, partition=_partition(record))
-        return {
-            spec.name: Counter(
-                _output(r.key, json.dumps(r.value), r.timestamp, r.headers, derived)
-                for r in driver.read_output(spec.into.name)
-            )
-            for spec in app.joins
-        }
-
-
-async def _produce(bootstrap: str, records: list[Record]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for record in records:
-            topic, key, value, ts = record
-            await producer.send_and_wait(
-                topic,
-                None if value is None else json.dumps(value).encode(),
-                key=None if key is None else key.encode(),
-                partition=_partition(record),
-                timestamp_ms=ts,
-            )
-    finally:
-        await producer.stop()
+    return frozenset({r.topic.name for r in app.repartitions} | {s.into.name for s in app.joins})
 
 
 def _stream(spark: SparkSession, app: App, bootstrap: str, out: Path) -> Counter[Output]:
@@ -179,7 +120,7 @@ def _stream(spark: SparkSession, app: App, bootstrap: str, out: Path) -> Counter
     query.awaitTermination()
     derived = _derived(app)
     return Counter(
-        _output(
+        output(
             r["key"],
             r["value"],
             r["timestamp"],
@@ -197,8 +138,8 @@ def test_chained_windowed_joins_equal_the_test_driver(
     app, records = _app(s), _records(s)
     sources = sorted({r[0] for r in records})
     asyncio.run(ensure_topics(broker.bootstrap, [TopicSpec(t, PARTITIONS) for t in sources]))
-    asyncio.run(_produce(broker.bootstrap, records))
-    expected = _driver(app, records)
+    asyncio.run(produce(broker.bootstrap, records, _partition))
+    expected = driver_outputs(app, records, _partition, _derived(app))
     delivered = expected["deliver"]
     # The edges, as the workers decide them: o0 is paid at +30 and shipped at +230 (its
     # shipments at +20, before the payment, and at +290, past +30 + 200, are out), delivered at

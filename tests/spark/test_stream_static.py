@@ -8,14 +8,12 @@ session, one at a time."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from json_records import Record, driver_outputs, output, produce
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from scenarios import IDS
@@ -26,18 +24,13 @@ from streamjoin.dsl.spec import JoinSpec
 from streamjoin.errors import ConfigurationError
 from streamjoin.kafka.partitioning import partition_for_key
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
-from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
 from streamjoin.spark.kafka.offsets import plan_ranges
 from streamjoin.spark.stream_static import TableSnapshot
 from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, start_stream
-from streamjoin.testing import TestDriver
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(600)]
 
 PARTITIONS = 2
-Record = tuple[str, str | None, dict[str, Any] | None, int]
-"""topic, key, value, timestamp"""
-Output = tuple[str | None, str | None, int, str | None, str | None]
 
 
 def _app(s: str) -> App:
@@ -75,53 +68,6 @@ def _partition(record: Record) -> int:
     return partition_for_key(key.encode(), PARTITIONS)
 
 
-def _output(key: Any, value: Any, ts: int, headers: dict[str, bytes]) -> Output:
-    if isinstance(key, bytes | bytearray):
-        key = key.decode()
-    if not isinstance(value, str):
-        value = bytes(value).decode()
-
-    def source(name: str) -> str | None:
-        found = headers.get(name)
-        return None if found is None else bytes(found).decode()
-
-    text = json.dumps(json.loads(value), sort_keys=True)
-    return (key, text, ts, source(LEFT_SOURCE_HEADER), source(RIGHT_SOURCE_HEADER))
-
-
-def _driver(app: App, records: list[Record]) -> dict[str, Counter[Output]]:
-    with TestDriver(app) as driver:
-        for record in records:
-            topic, key, value, ts = record
-            driver.pipe(topic, value, key=key, timestamp=ts, partition=_partition(record))
-        return {
-            spec.name: Counter(
-                _output(
-                    r.key.encode() if r.key else None, json.dumps(r.value), r.timestamp, r.headers
-                )
-                for r in driver.read_output(spec.into.name)
-            )
-            for spec in app.joins
-        }
-
-
-async def _produce(bootstrap: str, records: list[Record]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for record in records:  # one at a time: the offsets follow this order
-            topic, key, value, ts = record
-            await producer.send_and_wait(
-                topic,
-                None if value is None else json.dumps(value).encode(),
-                key=None if key is None else key.encode(),
-                partition=_partition(record),
-                timestamp_ms=ts,
-            )
-    finally:
-        await producer.stop()
-
-
 def _stream(
     spark: SparkSession, app: App, spec: JoinSpec, bootstrap: str, tmp: Path
 ) -> StreamingQueryException | None:
@@ -143,14 +89,14 @@ def test_stream_static_joins_equal_the_test_driver_or_stop_in_one_line(
     app, records = _app(s), _records(s)
     topics = {t.name: t.partitions or 1 for spec in app.joins for t in (spec.left, spec.right)}
     asyncio.run(ensure_topics(broker.bootstrap, [TopicSpec(t, n) for t, n in topics.items()]))
-    asyncio.run(_produce(broker.bootstrap, records))
-    expected = _driver(app, records)
+    asyncio.run(produce(broker.bootstrap, records, _partition))
+    expected = driver_outputs(app, records, _partition)
     assert sum(expected["named"].values()) == 21 and sum(expected["placed"].values()) == 9
     for spec in app.joins:
         assert _stream(spark, app, spec, broker.bootstrap, tmp_path) is None
         rows = spark.read.parquet(str(tmp_path / spec.name)).collect()
         found = Counter(
-            _output(
+            output(
                 r["key"], r["value"], r["timestamp"], {h["key"]: h["value"] for h in r["headers"]}
             )
             for r in rows
@@ -163,7 +109,9 @@ def test_stream_static_joins_equal_the_test_driver_or_stop_in_one_line(
     snapshot.check()
     # An order older than its user's last update (u1 at 1,100): the next run stops on it.
     asyncio.run(
-        _produce(broker.bootstrap, [(f"orders-{s}", "u1", {"id": "old", "g": "de"}, 1_050)])
+        produce(
+            broker.bootstrap, [(f"orders-{s}", "u1", {"id": "old", "g": "de"}, 1_050)], _partition
+        )
     )
     failure = _stream(spark, app, app.joins[0], broker.bootstrap, tmp_path)
     assert failure is not None
@@ -171,7 +119,7 @@ def test_stream_static_joins_equal_the_test_driver_or_stop_in_one_line(
         "join 'named': a record at 1050 is not later than the latest update of its key in "
         f"table 'users-{s}' (at 1100)" in str(failure)
     )
-    asyncio.run(_produce(broker.bootstrap, [(users, "u9", {"id": "user9"}, 3_000)]))
+    asyncio.run(produce(broker.bootstrap, [(users, "u9", {"id": "user9"}, 3_000)], _partition))
     with pytest.raises(
         ConfigurationError,
         match=f"table 'users-{s}' changed since the query started \\(1 new records in partition",
