@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import statistics
 import tempfile
@@ -332,6 +333,8 @@ def arguments() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = arguments().parse_args()
+    # Producing at once to topics just created: aiokafka logs each retry while leaders settle.
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)
     with (
         tempfile.TemporaryDirectory(prefix="streamjoin-scale-") as work,
         local_broker(args.broker) as broker,
