@@ -35,9 +35,10 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from ads_join import AD_WINDOW, make_app, topic_names
 from aiokafka import AIOKafkaProducer
@@ -53,6 +54,9 @@ from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.state import ReaderConfig, StoreSpec, changelog_topic, ensure_changelogs
 from streamjoin.state.stores.encoding import window_changelog_key
+
+S = TypeVar("S")
+R = TypeVar("R")
 
 MIB = 1024 * 1024
 WINDOW_AFTER_MS = 3_600_000
@@ -293,23 +297,36 @@ def report_state(results: dict[float, list[StateRound]]) -> None:
     print("restore / raw goal: >= 90%")
 
 
+async def each_size(
+    sizes: list[S], rounds: int, measure: Callable[[S], Awaitable[R]], unit: str
+) -> dict[S, list[R]]:
+    """`measure` each size `rounds` times, in turn."""
+    results: dict[S, list[R]] = {}
+    for size in sizes:
+        for n in range(1, rounds + 1):
+            results.setdefault(size, []).append(await measure(size))
+            print(f"{size} {unit}, round {n} done ({load()})", flush=True)
+    return results
+
+
 async def run(bootstrap: str, args: argparse.Namespace, work: Path) -> None:
     if not args.skip_partitions:
-        by_partitions: dict[int, list[PartitionRound]] = {}
-        for partitions in (int(p) for p in args.partitions.split(",")):
-            for n in range(1, args.rounds + 1):
-                result = await partition_round(bootstrap, partitions, args, work)
-                by_partitions.setdefault(partitions, []).append(result)
-                print(f"{partitions} partitions, round {n}: {result} ({load()})", flush=True)
-        report_partitions(by_partitions)
+        counts = [int(p) for p in args.partitions.split(",")]
+        report_partitions(
+            await each_size(
+                counts,
+                args.rounds,
+                lambda p: partition_round(bootstrap, p, args, work),
+                "partitions",
+            )
+        )
     if not args.skip_state:
-        by_size: dict[float, list[StateRound]] = {}
-        for gb in (float(g) for g in args.state_gb.split(",")):
-            for n in range(1, args.rounds + 1):
-                outcome = await state_round(bootstrap, gb, args, work)
-                by_size.setdefault(gb, []).append(outcome)
-                print(f"{gb} GB of state, round {n}: {outcome} ({load()})", flush=True)
-        report_state(by_size)
+        sizes = [float(g) for g in args.state_gb.split(",")]
+        report_state(
+            await each_size(
+                sizes, args.rounds, lambda gb: state_round(bootstrap, gb, args, work), "GB of state"
+            )
+        )
     print(f"\nat the end: {load()} on {os.cpu_count()} cores")
 
 
