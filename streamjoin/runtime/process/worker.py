@@ -206,9 +206,7 @@ class Worker:
         )
         await state.start()
         sink = ProducerSink(producer)
-        roles = worker_roles(
-            topology, state, kafka=self.kafka, settings=self.app.settings, options=self.options
-        )
+        roles = worker_roles(topology, state, settings=self.app.settings, options=self.options)
         manager = TaskManager(
             topology,
             roles=roles,
