@@ -7,9 +7,9 @@ last stable offset when reading committed records only, as the changelog reader 
 
 Every read assigns its partitions afresh, so each end comes from a fetch sent after the call
 began: a task promoted from standby to active may trust it to cover every write its previous
-owner confirmed before giving the task up. The consumer, started at the first read, stays connected
-between reads: starting one (bootstrap, metadata) took most of a read's time, on the hand-off
-path of a moved task twice (the leader's assignment, then the promotion).
+owner confirmed before giving the task up. The consumer stays connected between reads (from the
+first, or from when a standby opens): starting one (bootstrap, metadata) took most of a read's
+time, on the hand-off path of a moved task twice (the leader's assignment, then the promotion).
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.errors import StateError
 from streamjoin.state.specs import TaskSpec
 
-__all__ = ("ChangelogEnds", "changelog_end_offset_sums")
+__all__ = ("ChangelogEnds", "Ends", "changelog_end_offset_sums")
+
+Ends = dict[TopicPartition, int]
 
 
 class ChangelogEnds:
-    """Reads the ends of changelog partitions, one read at a time, until closed."""
+    """Reads the ends of changelog partitions until closed. Reads asked for while one is under
+    way are served together by the next (the tasks promoted at one hand-off, at once)."""
 
     def __init__(
         self,
@@ -41,38 +44,67 @@ class ChangelogEnds:
         self._committed = isolation_level == "read_committed"
         self._isolation_level = isolation_level
         self._timeout_s = timeout_s
-        self._consumer: Any = None
+        self._connecting: asyncio.Task[Any] | None = None
+        self._asked: list[tuple[frozenset[TopicPartition], asyncio.Future[Ends]]] = []
+        self._serving: asyncio.Task[None] | None = None
         self._closed = False
-        self._lock = asyncio.Lock()
+
+    def prepare(self) -> None:
+        """Connect in the background now, so that the first read does not wait for it."""
+        failed = (
+            self._connecting is not None
+            and self._connecting.done()
+            and (self._connecting.cancelled() or self._connecting.exception() is not None)
+        )
+        if (self._connecting is None or failed) and not self._closed:
+            self._connecting = asyncio.create_task(self._connect(), name="changelog ends")
 
     async def close(self) -> None:
-        async with self._lock:
-            self._closed = True
-            if self._consumer is not None:
-                await self._consumer.stop()
-                self._consumer = None
+        self._closed = True
+        if self._serving is not None:
+            await asyncio.gather(self._serving, return_exceptions=True)
+        if self._connecting is not None:
+            connected: Any = (await asyncio.gather(self._connecting, return_exceptions=True))[0]
+            if not isinstance(connected, BaseException):
+                await connected.stop()
 
-    async def ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    async def ends(self, partitions: Iterable[TopicPartition]) -> Ends:
         """Partition -> its end, from fetches sent after this call began.
 
         The changelogs must exist (StateManager or `ensure_changelogs` creates them): asking for
         a missing topic would make a broker with auto-creation create it with a default layout.
         """
-        wanted = sorted(set(partitions))
+        wanted = frozenset(partitions)
         if not wanted:
             return {}
-        async with self._lock:
-            if self._closed:
-                raise StateError("changelog ends asked for after the worker closed its state")
-            consumer = self._consumer or await self._start()
-            consumer.assign(wanted)  # afresh: no watermark of an earlier read survives
-            try:
-                await consumer.seek_to_end(*wanted)
-                return await self._read(consumer, wanted)
-            finally:
-                consumer.pause(*wanted)  # no fetching between reads
+        if self._closed:
+            raise StateError("changelog ends asked for after the worker closed its state")
+        answer: asyncio.Future[Ends] = asyncio.get_running_loop().create_future()
+        self._asked.append((wanted, answer))
+        if self._serving is None:
+            self._serving = asyncio.create_task(self._serve(), name="changelog ends: read")
+        return await answer
 
-    async def _start(self) -> Any:
+    async def _serve(self) -> None:
+        try:
+            while self._asked:
+                asked, self._asked = self._asked, []
+                try:
+                    ends = await self._read_afresh(
+                        sorted(frozenset().union(*(w for w, _ in asked)))
+                    )
+                except Exception as exc:  # noqa: BLE001 - each caller gets it
+                    for _, answer in asked:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                    continue
+                for wanted, answer in asked:
+                    if not answer.done():  # its caller may have given up
+                        answer.set_result({tp: ends[tp] for tp in wanted})
+        finally:
+            self._serving = None
+
+    async def _connect(self) -> Any:
         consumer = self._kafka.consumer(
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -80,8 +112,19 @@ class ChangelogEnds:
             isolation_level=self._isolation_level,
         )
         await consumer.start()
-        self._consumer = consumer
+        await asyncio.sleep(0)  # aiokafka's stop() raises if called before its routines ran
         return consumer
+
+    async def _read_afresh(self, wanted: list[TopicPartition]) -> Ends:
+        self.prepare()
+        assert self._connecting is not None
+        consumer = await asyncio.shield(self._connecting)
+        consumer.assign(wanted)  # afresh: no watermark of an earlier read survives
+        try:
+            await consumer.seek_to_end(*wanted)
+            return await self._read(consumer, wanted)
+        finally:
+            consumer.pause(*wanted)  # no fetching between reads
 
     async def sums(self, app_id: str, tasks: Iterable[TaskSpec]) -> dict[str, int]:
         """Task id -> sum of the end offsets of its stores' changelog partitions."""
@@ -94,8 +137,8 @@ class ChangelogEnds:
         ends = await self.ends(tp for tps in partitions.values() for tp in tps)
         return {task_id: sum(ends[tp] for tp in tps) for task_id, tps in partitions.items()}
 
-    async def _read(self, consumer: Any, wanted: list[TopicPartition]) -> dict[TopicPartition, int]:
-        ends: dict[TopicPartition, int] = {}
+    async def _read(self, consumer: Any, wanted: list[TopicPartition]) -> Ends:
+        ends: Ends = {}
         try:
             async with asyncio.timeout(self._timeout_s):
                 while len(ends) < len(wanted):

@@ -113,6 +113,7 @@ class StateManager:
 
     async def open_standby(self, spec: TaskSpec) -> TaskState:
         """Make `spec` a standby (or learner) here: tail its changelogs until told otherwise."""
+        self.ends.prepare()  # its promotion will read the ends
         task = await self._open(spec)
         await task.become_standby()
         return task

@@ -3,10 +3,12 @@ read of a long-lived reader is fresh."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.broker import Broker
 from streamjoin.state import StateError, StoreSpec, TaskSpec, changelog_topic, ensure_changelogs
 from streamjoin.state.changelog_writer import ChangelogWriter
@@ -46,6 +48,10 @@ async def test_one_reader_of_ends_sees_what_was_written_between_its_reads(
                 writer.append(b"key-%d" % i, b"value")
             await writer.wait_confirmed(writer.seal())
             assert (await reader.sums(app, tasks))["0_1"] == (7 if count == 7 else 37)
+        # asked together (tasks promoted at one hand-off): served by one read, each its own
+        partitions = [TopicPartition(changelog_topic(app, "kv"), p) for p in range(2)]
+        both = await asyncio.gather(*(reader.ends([tp]) for tp in partitions))
+        assert both == [{partitions[0]: 0}, {partitions[1]: 37}]
     finally:
         await reader.close()
     with pytest.raises(StateError, match="closed"):
