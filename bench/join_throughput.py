@@ -89,6 +89,8 @@ class Outcome:
     """CPU seconds by thread over the whole process (the worker reports it)."""
     build: str | None = None
     """Whether the per-record path ran compiled (the worker reports it)."""
+    peak_rss: int | None = None
+    """The process's peak resident memory in bytes (the worker reports it)."""
 
     @property
     def rate(self) -> float:
@@ -204,6 +206,7 @@ async def timed_process(
         done.get("longest_stall"),
         done.get("threads"),
         done.get("build"),
+        done.get("peak_rss"),
     )
 
 
