@@ -21,6 +21,7 @@ its tasks from the shared state directory).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -170,6 +171,8 @@ class Drain:
             if left != reported and answer:
                 reported = left
                 logger.info("draining: %d tasks still here, their new owners warming up", left)
-            await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):  # a second stop is seen at once
+                async with asyncio.timeout(self._interval):
+                    await cut_short.wait()
         self.outcome = "cut short"
         logger.info("stopping: drain cut short with %d tasks still here", self._owned())

@@ -41,7 +41,7 @@ class Group:
         return self.told_draining
 
 
-def drain(group: Group, timeout_s: float = 30) -> Drain:
+def drain(group: Group, timeout_s: float = 30, interval_s: float = 0.01) -> Drain:
     return Drain(
         group,  # type: ignore[arg-type]
         owned=lambda: group.owned,
@@ -53,7 +53,7 @@ def drain(group: Group, timeout_s: float = 30) -> Drain:
         leaving=lambda: setattr(group, "leaving", True),
         leave=group.leave,
         timeout_s=timeout_s,
-        interval_s=0.01,
+        interval_s=interval_s,
     )
 
 
@@ -97,6 +97,21 @@ async def test_a_second_stop_cuts_it_short() -> None:
     await asyncio.sleep(0.05)
     cut.set()
     await asyncio.wait_for(running, 5)
+    assert draining.outcome == "cut short"
+
+
+async def test_a_second_stop_is_seen_at_once_not_at_the_next_check() -> None:
+    """The worker's loop ends on the same stop and then cancels the drain: the drain must have
+    said "cut short" by then (tests/runtime/e2e/test_drain.py missed that line once)."""
+    group, cut = Group(), asyncio.Event()
+    draining = drain(group, interval_s=60.0)  # its own checks come far too late
+    running = asyncio.create_task(draining.run(cut))
+    await asyncio.sleep(0.05)
+    cut.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
     assert draining.outcome == "cut short"
 
 
