@@ -89,6 +89,8 @@ class Outcome:
     """CPU seconds by thread over the whole process (the worker reports it)."""
     build: str | None = None
     """Whether the per-record path ran compiled (the worker reports it)."""
+    peak_rss: int | None = None
+    """Bytes: the contender's peak resident memory (processes of their own)."""
 
     @property
     def rate(self) -> float:
@@ -190,6 +192,7 @@ async def timed_process(
                     done = json.loads(line)
                     if isinstance(done, dict) and done.get("event") == "done":
                         break
+        peak = peak_rss(process.pid)
     finally:
         if exits:
             with contextlib.suppress(TimeoutError):
@@ -204,7 +207,17 @@ async def timed_process(
         done.get("longest_stall"),
         done.get("threads"),
         done.get("build"),
+        peak,
     )
+
+
+def peak_rss(pid: int) -> int | None:
+    """Bytes: the peak resident memory of a running process so far (Linux: VmHWM)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
 
 
 def worker_command(

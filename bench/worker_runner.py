@@ -40,6 +40,7 @@ from unbounded import unbounded_settings
 from streamjoin import JoinWindows
 from streamjoin.compiled import build_description
 from streamjoin.memory_settings import parse_size
+from streamjoin.runtime.process import pacing
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
 
@@ -172,6 +173,13 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a SIGTERM hands the tasks off warm before leaving (default 0: leave at "
         "once, as the benchmarks that only stop their workers want)",
     )
+    p.add_argument(
+        "--flush-interval",
+        type=float,
+        help="seconds between a live worker's state flushes (default: runtime/process/"
+        "pacing.py's; one at least the commit interval: only at commits, as before issue 40's "
+        "item 5)",
+    )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
@@ -216,6 +224,8 @@ async def main(args: argparse.Namespace) -> None:
         rekey_clicks=args.rekey_clicks,
         **(unbounded_settings() if args.unbounded else {}),
     )
+    if args.flush_interval is not None:
+        pacing.FLUSH_INTERVAL_S = args.flush_interval
     worker = Worker(app, options_from(args))
 
     def on_event(event: StateEvent) -> None:
