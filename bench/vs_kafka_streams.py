@@ -77,8 +77,9 @@ def mib(size: int | None) -> str:
     return "?" if size is None else f"{size / MIB:,.0f}"
 
 
-async def clicked_and_not(bootstrap: str, topic: str, partitions: int) -> tuple[int, int]:
-    """(clicked, unclicked) results in `topic`, read to its end."""
+async def clicked_and_not(bootstrap: str, topic: str, partitions: int) -> tuple[int, int, int]:
+    """(clicked, unclicked, the newest unclicked result's timestamp) in `topic`, read to its
+    end."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
@@ -86,12 +87,16 @@ async def clicked_and_not(bootstrap: str, topic: str, partitions: int) -> tuple[
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         ends = await consumer.end_offsets(tps)
-        counts = [0, 0]
-        while any(await consumer.position(tp) < end for tp, end in ends.items()):
+        counts = [0, 0, 0]
+        while [tp for tp, end in ends.items() if await consumer.position(tp) < end]:
             for records in (await consumer.getmany(timeout_ms=1_000)).values():
                 for r in records:
-                    counts[0 if json.loads(r.value)["clicked"] else 1] += 1
-        return counts[0], counts[1]
+                    if json.loads(r.value)["clicked"]:
+                        counts[0] += 1
+                    else:
+                        counts[1] += 1
+                        counts[2] = max(counts[2], r.timestamp)
+        return counts[0], counts[1], counts[2]
     finally:
         await consumer.stop()
 
@@ -149,10 +154,12 @@ async def backlog(bootstrap: str, args: argparse.Namespace, work: Path, classpat
         c: await clicked_and_not(bootstrap, topic_names(prefixes[c, 0])[2], args.partitions)
         for c in CONTENDERS
     }
-    (wc, wu), (kc, ku) = outputs["worker"], outputs["kafka-streams"]
+    (wc, wu, wt), (kc, ku, kt) = outputs["worker"], outputs["kafka-streams"]
     print(
         f"outputs (round 1): worker {wc:,} clicked + {wu:,} unclicked, kafka-streams {kc:,} "
-        f"clicked + {ku:,} unclicked: clicked {'EQUAL' if wc == kc else 'DIFFER'}"
+        f"clicked + {ku:,} unclicked: clicked {'EQUAL' if wc == kc else 'DIFFER'}; the newest "
+        f"unclicked impression out of kafka-streams is {(wt - kt) / 1000:,.0f} s of event time "
+        "older than the worker's"
     )
 
 
