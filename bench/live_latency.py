@@ -5,8 +5,9 @@ The contender runs on topics of its own and gets traffic from bench/live_traffic
 warms up, its tasks start), then `live_s` measured: for every clicked result whose click was
 stamped in the measured span, the time a reader in this process got it minus the click's
 timestamp. Reported: p50, p99, max; the p99 of each second of arrivals (a bump at every commit
-shows as a few slow seconds); CPU per input record over the measured span (from /proc); peak
-RSS; how far behind the clock the newest result was when the traffic stopped.
+shows as a few slow seconds), and the same folded onto the 5 s commit interval (a bump at
+commits); CPU per input record over the measured span (from /proc); peak RSS; how far behind
+the clock the newest result was when the traffic stopped.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ __all__ = ("Live", "process_cpu_s", "run_live")
 
 JOIN_GROUP_S = 10.0
 """Time the contender gets to join its group before the traffic starts."""
+COMMIT_INTERVAL_S = 5.0
+"""Both contenders' commit interval (the worker's default; Kafka Streams' set to it)."""
 AFTER_TRAFFIC_S = 8.0
 """How long results are still read after the traffic stops: a commit interval and then some."""
 
@@ -67,9 +70,19 @@ class Live:
 
     def bump(self) -> float:
         """Worst second's p99 over the median second's: ~1 for a steady tail, high when some
-        seconds (those of a commit, say) are much slower than the rest."""
+        seconds are much slower than the rest (a commit, a collection, the machine)."""
         by_second = self.p99_by_second()
         return max(by_second) / statistics.median(by_second) if by_second else float("nan")
+
+    def commit_bump(self, period_s: float = COMMIT_INTERVAL_S, bins: int = 10) -> float:
+        """The same over the arrivals folded onto the commit interval (by arrival time modulo
+        `period_s`, in `bins` slices): a stall at every commit falls into the same slice each
+        time and makes it stand out; stalls at random times spread over all of them."""
+        slices: dict[int, list[float]] = {}
+        for ts, arrived in self.arrivals:
+            slices.setdefault(int(arrived % period_s / period_s * bins), []).append(arrived - ts)
+        p99s = [self.quantile(0.99, values) for values in slices.values()]
+        return max(p99s) / statistics.median(p99s) if p99s else float("nan")
 
     @property
     def cpu_per_record(self) -> float:

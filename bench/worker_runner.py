@@ -183,8 +183,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gc-young-threshold",
         type=int,
-        help="net allocations between young collections (default: runtime/process/"
-        "gc_tuning.py's)",
+        help="net allocations between young collections (default: runtime/process/gc_tuning.py's)",
     )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
