@@ -19,9 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -32,9 +30,12 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from produce import produce_all
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "runtime" / "e2e"))
+
+from worker_processes import Workers as WorkerProcesses
+
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.kafka.watermarks import committed_offsets, log_bounds
-from streamjoin.lifetime import die_with_parent
 
 __all__ = (
     "LOADINGS",
@@ -262,44 +263,22 @@ class RepartitionTail:
             await consumer.stop()
 
 
-class Workers:
-    """`streamjoin worker keyby_backlog_app:shop` processes with default settings, each with
-    its own state directory and log; `source` runs another checkout's streamjoin (its
-    directory goes first on PYTHONPATH), to measure the code before a change."""
+class Workers(WorkerProcesses):
+    """`streamjoin worker keyby_backlog_app:shop` processes with the product's default settings
+    (tests/runtime/e2e/worker_processes.Workers with no test options), each with its own state
+    directory and log; `source` runs another checkout's streamjoin."""
 
     def __init__(self, bootstrap: str, suffix: str, tmp: Path, source: Path | None = None) -> None:
-        self.bootstrap, self.suffix, self.tmp, self.source = bootstrap, suffix, tmp, source
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, name: str, *options: str) -> None:
-        env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix}
-        if self.source is not None:
-            env["PYTHONPATH"] = str(self.source)
-        with open(self.tmp / f"{name}.log", "wb") as log:
-            self.processes[name] = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "streamjoin",
-                    "worker",
-                    APP,
-                    "--app-dir",
-                    str(BENCH_DIR),
-                    "--bootstrap",
-                    self.bootstrap,
-                    "--state-dir",
-                    str(self.tmp / f"state-{name}"),
-                    *options,
-                ],
-                env=env,
-                cwd=self.source or None,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,  # noqa: PLW1509
-            )
-
-    def log(self, name: str) -> str:
-        return (self.tmp / f"{name}.log").read_text(errors="replace")
+        super().__init__(
+            bootstrap,
+            suffix,
+            tmp,
+            APP,
+            app_dir=BENCH_DIR,
+            defaults=(),
+            source=source,
+            stop_within_s=60,
+        )
 
     def running_tasks(self, name: str) -> set[str]:
         """Tasks the worker's log says run now (started and not closed, suspended or lost)."""
@@ -327,22 +306,3 @@ class Workers:
                 return
             assert time.monotonic() < deadline, f"tasks never all ran: {running}\n{self.logs()}"
             await asyncio.sleep(0.2)
-
-    def stop_all(self) -> dict[str, int]:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        codes = {}
-        for name, process in self.processes.items():
-            try:
-                codes[name] = process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                codes[name] = process.wait()
-        return codes
-
-    def logs(self) -> str:
-        return "\n".join(
-            f"--- {name}\n" + "\n".join(self.log(name).splitlines()[-30:])
-            for name in sorted(self.processes)
-        )

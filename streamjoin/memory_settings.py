@@ -19,6 +19,7 @@ __all__ = (
     "MIB",
     "MIN_ROCKSDB_BYTES",
     "RocksDBOptionsSetter",
+    "fetch_share",
     "format_size",
     "input_share",
     "parse_size",
@@ -31,10 +32,12 @@ DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
 """Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
 join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
 here. A sixteenth (16 MiB) for fetched records waiting in the tasks' input buffers: about
-40,000 ad records, seconds of traffic. The rest for RocksDB: a third of it (48 MiB) write
-buffers, which a worker of 32 tasks (96 stores) shares in 3 MiB memtables, the rest data and
-index blocks. With the interpreter (~40 MiB) and the Kafka clients it fits a 512 MiB container
-with room to spare."""
+40,000 ad records, seconds of traffic. A thirty-second (8 MiB) for the fetch answers the Kafka
+client holds until they are read: 1 MiB a partition up to 8 partitions, less each beyond
+(kafka/fetch_sizes.py). The rest for RocksDB: a third of it (45 MiB) write buffers, which a
+worker of 32 tasks (96 stores) shares in memtables of about 3 MiB, the rest data and index blocks.
+With the interpreter (~40 MiB) and the Kafka clients it fits a 512 MiB container with room
+to spare."""
 
 MIN_ROCKSDB_BYTES = 8 * MIB
 """Least the RocksDB part may have: below it, memtables flush at a few records each."""
@@ -74,10 +77,16 @@ def input_share(total_bytes: int) -> int:
     return total_bytes // 16
 
 
+def fetch_share(total_bytes: int) -> int:
+    """The part of a budget for fetch answers the Kafka client holds until they are read."""
+    return total_bytes // 32
+
+
 def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
     """The newest window records' part of a budget (default three eighths), checked."""
     recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
-    if recent < 0 or total_bytes - recent - input_share(total_bytes) < MIN_ROCKSDB_BYTES:
+    others = input_share(total_bytes) + fetch_share(total_bytes)
+    if recent < 0 or total_bytes - recent - others < MIN_ROCKSDB_BYTES:
         raise ConfigurationError(
             f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "
             f"newest window records leaves RocksDB less than {format_size(MIN_ROCKSDB_BYTES)}; "

@@ -72,7 +72,9 @@ class CooperativeConsumer:
     "read_committed"` skips records of aborted transactions and makes offset fetches wait for
     open transactions (exactly-once, KIP-447). Other keyword arguments go to
     `aiokafka.AIOKafkaConsumer` (deserializers, fetch sizes, ...); `security` holds the TLS and
-    SASL settings of both its connections (default: PLAINTEXT).
+    SASL settings of both its connections (default: PLAINTEXT). `fetch_buffer_bytes` bounds the
+    fetched records not yet read, all partitions together: the per-partition fetch size follows
+    the assignment (kafka/fetch_sizes.py).
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class CooperativeConsumer:
         auto_offset_reset: str = "latest",
         isolation_level: str = "read_uncommitted",
         client_id: str = "streamjoin",
+        fetch_buffer_bytes: int | None = None,
         **consumer_options: Any,
     ) -> None:
         reset_policy = check_policy(auto_offset_reset)
@@ -123,7 +126,9 @@ class CooperativeConsumer:
         )
         self._reset = PositionReset(self._consumer, reset_policy)
         read_committed = isolation_level == "read_committed"
-        self.feed = PartitionFeed(self._consumer, read_committed=read_committed)
+        self.feed = PartitionFeed(
+            self._consumer, read_committed=read_committed, fetch_buffer_bytes=fetch_buffer_bytes
+        )
         self.member = GroupMember(
             GroupCoordinatorClient(self._client, group_id, require_stable=read_committed),
             self.config,

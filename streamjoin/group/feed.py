@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
-from streamjoin.kafka.aiokafka_internals import fetch_position
+from streamjoin.kafka.aiokafka_internals import FetchSizes, fetch_position, set_fetch_sizes
+from streamjoin.kafka.fetch_sizes import fetch_bytes_needed, partition_fetch_bytes
 
 __all__ = ("LAG_FRESH_MS", "RESUME_SETTLE_MS", "PartitionFeed")
 
@@ -42,10 +43,19 @@ Records = dict[TopicPartition, list[ConsumerRecord[object, object]]]
 class PartitionFeed:
     """The partitions an aiokafka consumer fetches, and the next offset to deliver for each."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, *, read_committed: bool = False) -> None:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        *,
+        read_committed: bool = False,
+        fetch_buffer_bytes: int | None = None,
+    ) -> None:
         """`read_committed`: the consumer reads committed records only; lag is counted to the
-        last stable offset."""
+        last stable offset. `fetch_buffer_bytes`: what the fetched records not yet read may
+        hold, all partitions together (kafka/fetch_sizes.py); None leaves aiokafka's sizes."""
         self._consumer = consumer
+        self._fetch_buffer_bytes = fetch_buffer_bytes
+        self._fetch_overrun_told = 0
         self._read_committed = read_committed
         self._next: dict[TopicPartition, int | None] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -153,11 +163,34 @@ class PartitionFeed:
         self._paused &= self._next.keys()
         self._assigned = True
         self._consumer.assign(list(sorted_partitions(self._next)))
+        self._size_fetches()
         for tp, offset in self._next.items():
             if offset is not None:
                 self._consumer.seek(tp, offset)
         if self._paused:
             self._consumer.pause(*self._paused)
+
+    def _size_fetches(self) -> None:
+        """Per-partition fetch limit for this many partitions, within the fetch buffers' bytes;
+        where the floor takes more, say so once for each larger assignment."""
+        total = self._fetch_buffer_bytes
+        if total is None:
+            return
+        partitions = len(self._next)
+        each = partition_fetch_bytes(total, partitions)
+        set_fetch_sizes(self._consumer, FetchSizes(each, max(each, total)))
+        needed = fetch_bytes_needed(total, partitions)
+        if needed > total and partitions > self._fetch_overrun_told:
+            self._fetch_overrun_told = partitions
+            logger.warning(
+                "fetch buffers of %d partitions may hold %.1f MiB at %d KiB each, more than the "
+                "%.1f MiB the memory budget gives them: give the worker a larger --memory, or "
+                "fewer partitions per worker",
+                partitions,
+                needed / (1 << 20),
+                each >> 10,
+                total / (1 << 20),
+            )
 
     def deliver(
         self, fetched: Mapping[TopicPartition, list[ConsumerRecord[object, object]]]

@@ -6,7 +6,9 @@ way to do:
   v3 itself, because aiokafka's `send_offsets_to_transaction` sends v0, without the member's
   identity that KIP-447 fences on;
 - a consumer's fetch position without awaiting `position()` (a coroutine): group/feed.py counts
-  lag from it, in synchronous code (metrics, progress lines), past transaction markers.
+  lag from it, in synchronous code (metrics, progress lines), past transaction markers;
+- a consumer's fetch sizes after it started: group/feed.py sizes them to the partitions it is
+  assigned (kafka/fetch_sizes.py), where aiokafka takes them only when the consumer is made.
 
 They hold for aiokafka 0.13 and 0.14, the releases pyproject allows (tests/kafka/
 test_aiokafka_internals.py passes on both): it checks them against a broker, and the position
@@ -22,7 +24,15 @@ import aiokafka
 
 from streamjoin.assignment.model import TopicPartition
 
-__all__ = ("TransactionIds", "fetch_position", "group_joined_transaction", "transaction_ids")
+__all__ = (
+    "FetchSizes",
+    "TransactionIds",
+    "fetch_position",
+    "fetch_sizes",
+    "group_joined_transaction",
+    "set_fetch_sizes",
+    "transaction_ids",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +42,32 @@ class TransactionIds:
     transactional_id: str
     producer_id: int
     producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSizes:
+    """What a consumer's next fetch requests may bring: per partition, and in all."""
+
+    partition_bytes: int
+    total_bytes: int
+
+
+def fetch_sizes(consumer: aiokafka.AIOKafkaConsumer) -> FetchSizes:
+    """The sizes the consumer's fetcher asks for now (the consumer must be started)."""
+    fetcher = consumer._fetcher
+    return FetchSizes(fetcher._max_partition_fetch_bytes, fetcher._fetch_max_bytes)
+
+
+def set_fetch_sizes(consumer: aiokafka.AIOKafkaConsumer, sizes: FetchSizes) -> None:
+    """Have the consumer's next fetch requests ask for `sizes` (`max_partition_fetch_bytes`,
+    `fetch_max_bytes`); a consumer not started yet takes them when it starts."""
+    fetcher = consumer._fetcher
+    if fetcher is None:
+        consumer._max_partition_fetch_bytes = sizes.partition_bytes
+        consumer._fetch_max_bytes = sizes.total_bytes
+        return
+    fetcher._max_partition_fetch_bytes = sizes.partition_bytes
+    fetcher._fetch_max_bytes = sizes.total_bytes
 
 
 def _transaction_manager(producer: aiokafka.AIOKafkaProducer) -> Any:

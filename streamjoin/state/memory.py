@@ -30,6 +30,7 @@ from streamjoin.memory_settings import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     MIB,
     RocksDBOptionsSetter,
+    fetch_share,
     format_size,
     input_share,
     recent_share,
@@ -103,7 +104,8 @@ class MemoryUsage:
 
 class MemoryBudget:
     """The worker's memory for state: RocksDB's part (block cache holding the write buffers'
-    charge), the newest window records' part and the input buffers' part."""
+    charge), the newest window records' part, the input buffers' part and the fetch answers'
+    part."""
 
     def __init__(
         self,
@@ -123,7 +125,10 @@ class MemoryBudget:
         self.input_bytes = input_share(total_bytes)
         """Fetched records waiting in the tasks' input buffers, all tasks together (the worker
         pauses fetching past it; see runtime/tasks/input_size.py)."""
-        self.rocksdb_bytes = total_bytes - recent - self.input_bytes
+        self.fetch_bytes = fetch_share(total_bytes)
+        """Fetch answers the worker's consumer holds until its tasks read them (its fetch
+        sizes follow the assignment: kafka/fetch_sizes.py)."""
+        self.rocksdb_bytes = total_bytes - recent - self.input_bytes - self.fetch_bytes
         # A third: memtables overshoot the limit while their flushes run (measured: by half).
         self.write_buffer_bytes = self.rocksdb_bytes // 3
         self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
@@ -225,6 +230,6 @@ class MemoryBudget:
             f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
             f"memtables), newest window records {format_size(self.recent_bytes)} less "
             f"{format_size(STORE_OVERHEAD_BYTES)} per open store, fetched records waiting for "
-            f"their tasks {format_size(self.input_bytes)}; shared by every store and task of "
-            "this worker"
+            f"their tasks {format_size(self.input_bytes)}, fetch answers not yet read "
+            f"{format_size(self.fetch_bytes)}; shared by every store and task of this worker"
         )

@@ -42,12 +42,16 @@ async def client(broker: Broker) -> AsyncIterator[AIOKafkaClient]:
 async def join_new_member(coordinator: GroupCoordinatorClient, topic: str) -> JoinResult:
     metadata = encode_subscription(Subscription((topic,), b"hello"))
     with pytest.raises(MemberIdRequired) as required:
-        await coordinator.join(
-            member_id="",
-            group_instance_id=None,
-            session_timeout_ms=SESSION_MS,
-            rebalance_timeout_ms=SESSION_MS,
-            protocols=[("range", metadata)],
+        # A broker that just started may still be loading the group's coordinator.
+        await coordinator.retrying(
+            lambda: coordinator.join(
+                member_id="",
+                group_instance_id=None,
+                session_timeout_ms=SESSION_MS,
+                rebalance_timeout_ms=SESSION_MS,
+                protocols=[("range", metadata)],
+            ),
+            within=60,
         )
     assert required.value.member_id
     return await coordinator.join(

@@ -44,12 +44,13 @@ def test_a_size_that_is_not_one_is_refused_with_an_example(text: str) -> None:
         parse_size(text)
 
 
-def test_the_budget_splits_into_rocksdb_and_newest_records() -> None:
+def test_the_budget_splits_into_rocksdb_newest_records_and_buffers() -> None:
     memory = MemoryBudget(256 * MIB)
     assert memory.recent_bytes == 96 * MIB
     assert memory.input_bytes == 16 * MIB
-    assert memory.rocksdb_bytes == 144 * MIB
-    assert memory.write_buffer_bytes == 48 * MIB
+    assert memory.fetch_bytes == 8 * MIB
+    assert memory.rocksdb_bytes == 136 * MIB
+    assert memory.write_buffer_bytes == 136 * MIB // 3
     assert "memory budget 256 MiB" in memory.describe()
     with pytest.raises(ConfigurationError, match="leaves RocksDB less than 8 MiB"):
         MemoryBudget(64 * MIB, recent_bytes=60 * MIB)

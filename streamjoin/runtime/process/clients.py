@@ -57,7 +57,9 @@ def worker_consumer(
     assignor: PartitionAssignor,
     listener: RebalanceListener,
     isolation_level: str,
+    fetch_buffer_bytes: int,
 ) -> CooperativeConsumer:
+    """`fetch_buffer_bytes`: the memory budget's part for fetch answers not yet read."""
     return CooperativeConsumer(
         *topics,
         bootstrap_servers=kafka.bootstrap,
@@ -72,4 +74,5 @@ def worker_consumer(
         session_timeout_ms=options.session_timeout_ms,
         heartbeat_interval_ms=options.heartbeat_interval_ms,
         group_instance_id=options.group_instance_id,
+        fetch_buffer_bytes=fetch_buffer_bytes,
     )

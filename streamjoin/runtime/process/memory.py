@@ -44,6 +44,7 @@ def register_memory_metrics(
             ((("kind", "write_buffers"),), float(memory.write_buffer_bytes)),
             ((("kind", "recent_records"),), float(memory.recent.max_bytes)),
             ((("kind", "input_buffers"),), float(memory.input_bytes)),
+            ((("kind", "fetch_buffers"),), float(memory.fetch_bytes)),
         ]
 
     def by_task() -> list[Sample]:

@@ -228,6 +228,7 @@ class Worker:
             assignor=roles.assignor,
             listener=(recorder := RebalanceRecorder(manager, roles)),
             isolation_level=self.isolation_level,
+            fetch_buffer_bytes=self.memory.fetch_bytes,
         )
         manager.fetch = consumer
         manager.global_tables = self.global_tables

@@ -26,14 +26,32 @@ EVENT_T0 = int(time.time() * 1000) - 600_000
 (test_changelog_history.py shows that history much older restores as well)."""
 
 
+TEST_OPTIONS = ("--commit-interval", "0.5", "--session-timeout", "6")
+"""Options every test worker starts with: commits and failure detection quick enough for tests."""
+
+
 class Workers:
-    """`streamjoin worker` processes of one app (an app module beside this file), each with
-    its own state directory and log; options given to `start` come last, so they win."""
+    """`streamjoin worker` processes of one app (an app module in `app_dir`, beside this file
+    by default), each with its own state directory and log; options given to `start` come
+    last, so they win. Benches use it too (bench/keyby_backlog_scenario.py): with `defaults`
+    empty the workers run with the product's defaults, and `source` runs another checkout's
+    streamjoin (its directory goes first on PYTHONPATH), to measure the code before a change."""
 
     def __init__(
-        self, bootstrap: str, suffix: str, tmp: Path, app: str = "clicks_app:joins"
+        self,
+        bootstrap: str,
+        suffix: str,
+        tmp: Path,
+        app: str = "clicks_app:joins",
+        *,
+        app_dir: Path = APP_DIR,
+        defaults: tuple[str, ...] = TEST_OPTIONS,
+        source: Path | None = None,
+        stop_within_s: float = 30,
     ) -> None:
         self.bootstrap, self.suffix, self.tmp, self.app = bootstrap, suffix, tmp, app
+        self.app_dir, self.defaults, self.source = app_dir, defaults, source
+        self.stop_within_s = stop_within_s
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(
@@ -47,6 +65,8 @@ class Workers:
         """`state`: the name of another worker whose state directory this one takes over (its
         replacement); `env`: more environment variables; `app`: another app than the others'."""
         env = {**os.environ, "STREAMJOIN_TEST_SUFFIX": self.suffix, **(env or {})}
+        if self.source is not None:
+            env["PYTHONPATH"] = str(self.source)
         with open(self.tmp / f"{name}.log", "wb") as log:
             self.processes[name] = subprocess.Popen(
                 [
@@ -56,18 +76,16 @@ class Workers:
                     "worker",
                     app or self.app,
                     "--app-dir",
-                    str(APP_DIR),
+                    str(self.app_dir),
                     "--bootstrap",
                     self.bootstrap,
                     "--state-dir",
                     str(self.tmp / f"state-{state or name}"),
-                    "--commit-interval",
-                    "0.5",
-                    "--session-timeout",
-                    "6",
+                    *self.defaults,
                     *options,
                 ],
                 env=env,
+                cwd=self.source,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 preexec_fn=die_with_parent,  # noqa: PLW1509
@@ -83,18 +101,20 @@ class Workers:
         codes = {}
         for name, process in self.processes.items():
             try:
-                codes[name] = process.wait(30)
+                codes[name] = process.wait(self.stop_within_s)
             except subprocess.TimeoutExpired:
                 process.kill()
                 codes[name] = process.wait()
         return codes
 
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text(errors="replace")
+
     async def wait_for_log(self, name: str, text: str, within_s: float) -> None:
         """Until worker `name`'s log holds `text` (AssertionError with the logs after
         `within_s`)."""
-        log = self.tmp / f"{name}.log"
         deadline = time.monotonic() + within_s
-        while text not in log.read_text(errors="replace"):
+        while text not in self.log(name):
             assert time.monotonic() < deadline, f"{name} never logged {text!r}\n{self.logs()}"
             await asyncio.sleep(0.2)
 

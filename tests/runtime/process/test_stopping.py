@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
 from aiokafka.errors import KafkaConnectionError
@@ -22,19 +23,32 @@ async def forever() -> None:
     await asyncio.Event().wait()
 
 
-async def stubborn(finished: list[str]) -> None:
-    """Waits for ever, and shrugs its first cancellation off (as a client's close that waits
-    for its own requests may)."""
+@pytest.fixture
+async def released() -> AsyncIterator[asyncio.Event]:
+    """Set when the test ends, so that what it left behind ends too: the session's event loop
+    outlives the test, and a pending task collected later logs "Task was destroyed but it is
+    pending!" inside another test."""
+    release = asyncio.Event()
+    yield release
+    release.set()
+    await asyncio.sleep(0.01)
+
+
+async def stubborn(finished: list[str], released: asyncio.Event) -> None:
+    """Waits until the test ends, and shrugs its first cancellation off (as a client's close
+    that waits for its own requests may)."""
     try:
-        await asyncio.Event().wait()
+        await released.wait()
     except asyncio.CancelledError:
-        await asyncio.Event().wait()
-    finished.append("never")
+        await released.wait()
+    finished.append("at the test's end")
 
 
-async def test_a_close_that_never_ends_is_left_behind(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_close_that_never_ends_is_left_behind(
+    caplog: pytest.LogCaptureFixture, released: asyncio.Event
+) -> None:
     finished: list[str] = []
-    await closed(stubborn(finished), quickly=True)
+    await closed(stubborn(finished, released), quickly=True)
     assert not finished
     assert "left behind" in caplog.text
 
@@ -62,14 +76,14 @@ async def test_a_healthy_stop_waits_for_the_close() -> None:
 
 
 async def test_the_watch_error_comes_out_though_the_loop_will_not_stop(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, released: asyncio.Event
 ) -> None:
     async def watch() -> None:
         raise RuntimeError("the broker no longer has the app's topics")
 
     caplog.set_level(logging.WARNING, "streamjoin.runtime.process.stopping")
     with pytest.raises(RuntimeError, match="no longer has"):
-        await until_failed(stubborn([]), watch())
+        await until_failed(stubborn([], released), watch())
     assert "worker loop did not stop when cancelled" in caplog.text
 
 
