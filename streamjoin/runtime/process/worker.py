@@ -388,7 +388,6 @@ class Worker:
                 await self.state.flush()
 
     async def _commit_transaction(self, tasks: frozenset[TaskId] | None = None) -> None:
-        """Exactly-once: commit the transaction (of every task: `tasks` is the manager's call's)."""
         assert self.manager is not None and self.sink is not None and self._txn is not None
         await commit_transaction(
             self._txn,
