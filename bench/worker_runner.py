@@ -181,10 +181,9 @@ def parser() -> argparse.ArgumentParser:
         "item 5)",
     )
     p.add_argument(
-        "--gc-live-young-threshold",
+        "--gc-young-threshold",
         type=int,
-        help="net allocations between young collections on live traffic (default: "
-        "runtime/process/gc_tuning.py's)",
+        help="net allocations between young collections (default: runtime/process/gc_tuning.py's)",
     )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
@@ -230,8 +229,8 @@ async def main(args: argparse.Namespace) -> None:
         rekey_clicks=args.rekey_clicks,
         **(unbounded_settings() if args.unbounded else {}),
     )
-    if args.gc_live_young_threshold is not None:
-        gc_tuning.LIVE_YOUNG_THRESHOLD = args.gc_live_young_threshold
+    if args.gc_young_threshold is not None:
+        gc_tuning.YOUNG_THRESHOLD = args.gc_young_threshold
     if args.flush_interval is not None:
         pacing.FLUSH_INTERVAL_S = args.flush_interval
     worker = Worker(app, options_from(args))

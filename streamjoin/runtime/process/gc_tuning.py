@@ -15,12 +15,6 @@ of them is what pays. With the per-record path compiled, collecting every 10,000
 allocations still took 0.56 s of the benchmark worker's 5 s (102 young collections averaging
 4-5 ms); every 100,000 takes 0.11 s.
 
-That is for throughput. On live traffic a young collection's pause is a stall in the latency of
-every record waiting behind it, and it grows with what it traverses: at 100,000 a collection took
-17-437 ms on a loaded 2-core machine, every few seconds at 6,000 records/s. So while the traffic
-is live (runtime/process/pacing.py) young collections come every `LIVE_YOUNG_THRESHOLD`
-allocations: shorter pauses, a few percent more CPU at such rates, which live traffic leaves.
-
 Process-wide settings: applied while at least one worker runs in the process, restored after.
 """
 
@@ -30,18 +24,10 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = (
-    "LIVE_YOUNG_THRESHOLD",
-    "YOUNG_THRESHOLD",
-    "collector_tuned_for_throughput",
-    "tune_for_live_traffic",
-)
+__all__ = ("YOUNG_THRESHOLD", "collector_tuned_for_throughput")
 
 YOUNG_THRESHOLD = 100_000
 """Net allocations between young collections (CPython's default: 700)."""
-
-LIVE_YOUNG_THRESHOLD = 10_000
-"""Net allocations between young collections while the traffic is live."""
 
 _saved: list[tuple[int, int, int]] = []
 """Thresholds to restore, one entry per worker running in this process."""
@@ -63,12 +49,3 @@ def collector_tuned_for_throughput() -> Iterator[None]:
         gc.set_threshold(*_saved.pop())
         if not _saved:
             gc.unfreeze()
-
-
-def tune_for_live_traffic(live: bool) -> None:
-    """While tuned: young collections every `LIVE_YOUNG_THRESHOLD` net allocations when the
-    traffic is `live`, every `YOUNG_THRESHOLD` otherwise (never more often than originally)."""
-    if _saved:
-        _, middle, old = gc.get_threshold()
-        young = LIVE_YOUNG_THRESHOLD if live else YOUNG_THRESHOLD
-        gc.set_threshold(max(_saved[0][0], young), middle, old)

@@ -1,5 +1,4 @@
-"""When the worker's loop commits, and when it flushes its state between two commits (and
-whether the traffic is live, for the collector too: gc_tuning.py).
+"""When the worker's loop commits, and when it flushes its state between two commits.
 
 A flush sends the changelog writes of the running tasks (state/changelog_writer.py batches them
 only then, so writes that expire first are never logged), waits for the broker to take them and
@@ -18,8 +17,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from aiokafka import TopicPartition
-
-from streamjoin.runtime.process.gc_tuning import tune_for_live_traffic
 
 __all__ = ("FLUSH_INTERVAL_S", "LIVE_LAG", "CommitPacer")
 
@@ -54,12 +51,9 @@ class CommitPacer:
 
     def flush_due(self, now: float, consumer: Lagging) -> bool:
         """Whether to flush now: its time has come and no input partition the consumer owns is
-        known to be more than `LIVE_LAG` behind (one nothing was read from yet says nothing).
-        Tunes the collector for what it found."""
+        known to be more than `LIVE_LAG` behind (one nothing was read from yet says nothing)."""
         if now < self._next_flush:
             return False
         self._next_flush = now + FLUSH_INTERVAL_S
         lags = [consumer.lag(tp) for tp in consumer.assignment()]
-        live = all(lag is None or lag <= LIVE_LAG for lag in lags)
-        tune_for_live_traffic(live)
-        return live
+        return all(lag is None or lag <= LIVE_LAG for lag in lags)

@@ -7,12 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from streamjoin.runtime.process.gc_tuning import (
-    LIVE_YOUNG_THRESHOLD,
-    YOUNG_THRESHOLD,
-    collector_tuned_for_throughput,
-    tune_for_live_traffic,
-)
+from streamjoin.runtime.process.gc_tuning import YOUNG_THRESHOLD, collector_tuned_for_throughput
 
 
 @pytest.fixture
@@ -45,16 +40,3 @@ def test_a_higher_threshold_set_by_the_user_is_kept(
     with collector_tuned_for_throughput():
         assert gc.get_threshold() == (500_000, 10, 10)
     assert gc.get_threshold() == (500_000, 10, 10)
-
-
-def test_live_traffic_collects_young_objects_more_often_while_tuned(
-    default_thresholds: tuple[int, int, int],
-) -> None:
-    tune_for_live_traffic(True)
-    assert gc.get_threshold() == default_thresholds, "no worker runs: nothing to tune"
-    with collector_tuned_for_throughput():
-        tune_for_live_traffic(True)
-        assert gc.get_threshold() == (LIVE_YOUNG_THRESHOLD, 10, 10)
-        tune_for_live_traffic(False)
-        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
-    assert gc.get_threshold() == default_thresholds
