@@ -56,6 +56,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -110,6 +111,25 @@ async def produce(bootstrap: str, prefixes: list[str], impressions: int) -> int:
             bootstrap, ((clk if is_click else imp, *rest) for is_click, *rest in records)
         )
     return len(records)
+
+
+async def topic_sets(
+    bootstrap: str,
+    tag: str,
+    names: Sequence[str],
+    *,
+    rounds: int,
+    partitions: int,
+    impressions: int,
+) -> tuple[dict[tuple[str, int], str], int]:
+    """A topic set (ads_join.topic_names) per name and round, each holding the same traffic:
+    (prefix by (name, round), records in each set)."""
+    run = uuid.uuid4().hex[:6]
+    prefixes = {(c, n): f"{tag}-{run}-{c[:4]}{n}" for c in names for n in range(rounds)}
+    await ensure_topics(
+        bootstrap, [TopicSpec(t, partitions) for p in prefixes.values() for t in topic_names(p)]
+    )
+    return prefixes, await produce(bootstrap, list(prefixes.values()), impressions)
 
 
 async def pipe(
@@ -224,13 +244,15 @@ def worker_command(
     prefix: str,
     bootstrap: str,
     state: Path,
-    records: int,
+    records: int | None,
     profile: str | None,
     *,
     unbounded: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The worker's command line; `profile`: under py-spy, writing its raw stacks there;
-    `unbounded`: with the memory settings from before the budget."""
+    """The worker's command line; `records`: it stops after that many (None: it runs until
+    stopped); `profile`: under py-spy, writing its raw stacks there; `unbounded`: with the
+    memory settings from before the budget; `extra`: further worker_runner.py options."""
     command = [
         sys.executable,
         str(HERE / "worker_runner.py"),
@@ -239,9 +261,9 @@ def worker_command(
         bootstrap,
         "--state-dir",
         str(state),
-        "--until-records",
-        str(records),
+        *([] if records is None else ["--until-records", str(records)]),
         *(["--unbounded"] if unbounded else []),
+        *extra,
     ]
     if profile is None:
         return command

@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -52,20 +51,18 @@ from pathlib import Path
 from ads_join import topic_names
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from join_throughput import (
-    HERE,
     SETTLE_S,
     Outcome,
     cpu_per_record,
     median_round,
-    produce,
     timed_process,
+    topic_sets,
     worker_command,
 )
 from kafka_streams_app import compile_app, streams_command
 from live_latency import Live, run_live
 
 from streamjoin.broker import KafkaBroker
-from streamjoin.kafka.topics import TopicSpec, ensure_topics
 
 CONTENDERS = ("worker", "kafka-streams")
 LIVE_CONTENDERS = ("worker", "worker-at-commit", "kafka-streams")
@@ -108,13 +105,14 @@ async def clicked_and_not(bootstrap: str, topic: str, partitions: int) -> tuple[
 
 
 async def backlog(bootstrap: str, args: argparse.Namespace, work: Path, classpath: str) -> None:
-    run = uuid.uuid4().hex[:6]
-    prefixes = {(c, n): f"ks-{run}-{c[:2]}{n}" for c in CONTENDERS for n in range(args.rounds)}
-    await ensure_topics(
+    prefixes, records = await topic_sets(
         bootstrap,
-        [TopicSpec(t, args.partitions) for p in prefixes.values() for t in topic_names(p)],
+        "ks",
+        CONTENDERS,
+        rounds=args.rounds,
+        partitions=args.partitions,
+        impressions=args.impressions,
     )
-    records = await produce(bootstrap, list(prefixes.values()), args.impressions)
     print(f"backlog: {records:,} records to each of {len(prefixes)} topic sets ({load()})")
     runs: dict[str, list[Outcome]] = {c: [] for c in CONTENDERS}
     for n in range(args.rounds):
@@ -174,18 +172,10 @@ def live_command(
 ) -> list[str]:
     if contender == "kafka-streams":
         return streams_command(classpath, prefix, bootstrap, state)
-    command = [
-        sys.executable,
-        str(HERE / "worker_runner.py"),
-        prefix,
-        "--bootstrap",
-        bootstrap,
-        "--state-dir",
-        str(state),
-        "--report-every",
-        "60",
-    ]
-    return command + (["--flush-interval", "1e9"] if contender == "worker-at-commit" else [])
+    at_commit = ["--flush-interval", "1e9"] if contender == "worker-at-commit" else []
+    return worker_command(
+        prefix, bootstrap, state, None, None, extra=["--report-every", "60", *at_commit]
+    )
 
 
 async def live_rates(bootstrap: str, args: argparse.Namespace, work: Path, classpath: str) -> None:
