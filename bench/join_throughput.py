@@ -91,7 +91,8 @@ class Outcome:
     build: str | None = None
     """Whether the per-record path ran compiled (the worker reports it)."""
     peak_rss: int | None = None
-    """Bytes: the contender's peak resident memory (processes of their own)."""
+    """The process's peak resident memory in bytes (read from /proc for any contender run by
+    `timed_process`, else as the worker reports it)."""
 
     @property
     def rate(self) -> float:
@@ -227,7 +228,7 @@ async def timed_process(
         done.get("longest_stall"),
         done.get("threads"),
         done.get("build"),
-        peak,
+        done.get("peak_rss") if peak is None else peak,
     )
 
 

@@ -34,6 +34,7 @@ from streamjoin.state import (
     RestoreStarted,
     StateEvent,
     StateManager,
+    StoreKind,
     StoreSpec,
     TaskSpec,
     changelog_topic,
@@ -47,14 +48,26 @@ KEYS = 50_000
 VALUE = b"v" * 100
 
 
-async def fill(producer: AIOKafkaProducer, spec: StoreSpec, records: int) -> None:
-    """Write `records` changelog records as an active store would (batched sends)."""
-    writer = ChangelogWriter(producer, changelog_topic(APP, spec.name), 0)
+async def fill(
+    producer: AIOKafkaProducer,
+    spec: StoreSpec,
+    records: int,
+    *,
+    app: str = APP,
+    first_ms: int = 1_000_000,
+    span_ms: int | None = None,
+) -> None:
+    """Write `records` changelog records as an active store would (batched sends). A window
+    store's event times start at `first_ms`, 1 ms apart or spread evenly over `span_ms`."""
+    writer = ChangelogWriter(producer, changelog_topic(app, spec.name), 0)
     for i in range(records):
         key = b"key-%08d" % (i % KEYS)
-        if spec.name == "win":
-            key = window_changelog_key(key, 1_000_000 + i, i)
+        if spec.kind is StoreKind.WINDOW:
+            offset = i if span_ms is None else i * span_ms // records
+            key = window_changelog_key(key, first_ms + offset, i)
         writer.append(key, VALUE)  # stamped when logged, as the stores do
+        if i % 100_000 == 99_999:  # bounded memory for fills of gigabytes
+            await writer.wait_confirmed(writer.seal())
     await writer.wait_confirmed(writer.seal())
 
 

@@ -4,7 +4,6 @@ the output's arrival times per partition (a task's pause is the longest gap betw
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections import defaultdict
 
@@ -64,9 +63,10 @@ async def produce_load(bootstrap: str, prefix: str, pairs_per_s: int, stop: asyn
     await producer.start()
     try:
         started = time.monotonic()
-        for i in itertools.count():
+        i = 0
+        while True:
             elapsed = time.monotonic() - started
-            if i >= elapsed * pairs_per_s:
+            if i >= elapsed * pairs_per_s:  # ahead of the rate: wait (the same pair next time)
                 if stop.is_set():
                     break
                 await asyncio.sleep(0.01)
@@ -76,6 +76,7 @@ async def produce_load(bootstrap: str, prefix: str, pairs_per_s: int, stop: asyn
             await producer.send(impressions, impression(key, ts), key=key.encode(), timestamp_ms=ts)
             click = Click(key, ts + 1).encode()
             await producer.send(clicks, click, key=key.encode(), timestamp_ms=ts + 1)
+            i += 1
         await producer.flush()
     finally:
         await producer.stop()

@@ -11,8 +11,8 @@ benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable 
   {"event": "done", ...}      with --until-records: that many input records processed and
                               their output acknowledged by the broker, with the time of the
                               first fetch, the CPU time since and the longest event-loop
-                              stall, and CPU seconds by thread (whole run); the worker
-                              then stops.
+                              stall, CPU seconds by thread (whole run) and peak RSS;
+                              the worker then stops.
 
 A process per worker (rather than several workers in the benchmark's event loop) so that one
 worker restoring never delays another's processing, as on separate machines. The worker's own
@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -131,6 +132,7 @@ async def until_processed(worker: Worker, records: int) -> None:
         longest_stall=worker.loop_monitor.max_lag_s,
         threads=thread_cpu(),
         build=build_description(),
+        peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # KiB on Linux
     )
     worker.stop()
 

@@ -218,6 +218,10 @@ class StateManager:
                 lock.release()
                 raise
             self._tasks[spec.task_id] = task
+            # Opening the stores held the event loop (RocksDB creates and syncs files): let
+            # heartbeats and fetches run before the next task opens, or a worker given hundreds
+            # of tasks at once misses its session timeout while opening them.
+            await asyncio.sleep(0)
         return task
 
     def _get(self, task_id: str) -> TaskState:

@@ -368,3 +368,31 @@ async def test_a_task_held_by_another_process_opens_once_it_lets_go_without_a_re
     completed = [e for e in events if isinstance(e, RestoreCompleted)]
     assert [e.restored for e in completed] == [0]
     assert task.kv("kv").get(b"k499") == b"v499"
+
+
+async def test_opening_tasks_one_after_another_lets_the_event_loop_run_between_them(
+    producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    """Opening a task's stores (RocksDB: directories, files, fsyncs) holds the event loop; a
+    worker given hundreds of tasks at once held it for their sum (6 s for 64 tasks on a loaded
+    machine) and was fenced for missing heartbeats. Each open now yields before returning."""
+    manager = await managers(producer, app_id=f"yield-{unique}")
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count_turns())
+    try:
+        # The first open creates the changelogs (broker round trips): warm that up first.
+        await manager.open_active(TaskSpec("0_0", 0, 4, STORES))
+        seen = []
+        for partition in (1, 2, 3):
+            await manager.open_active(TaskSpec(f"0_{partition}", partition, 4, STORES))
+            seen.append(turns)
+    finally:
+        counter.cancel()
+    assert seen[0] < seen[1] < seen[2], seen

@@ -17,7 +17,7 @@ from streamjoin.errors import ProtocolDecodeError
 from streamjoin.memory_settings import MIN_ROCKSDB_BYTES
 from streamjoin.state.memory import STORE_OVERHEAD_BYTES, MemoryBudget
 from streamjoin.state.specs import StoreSpec
-from streamjoin.state.stores.encoding import NO_TIME, split_changelog_key
+from streamjoin.state.stores.encoding import NO_TIME, split_changelog_key, window_changelog_key
 from streamjoin.state.stores.window_store import WindowStore
 
 SPEC = StoreSpec.window("win", retention_ms=100, segment_interval_ms=10)
@@ -288,3 +288,19 @@ def test_restore_in_one_segment_matches_the_record_by_record_path(
     assert restored.stream_time == original.stream_time
     for key in (b"k0", b"k1", b"k2", b"k3"):
         assert restored.fetch(key, 0, 10_000) == original.fetch(key, 0, 10_000)
+
+
+def test_a_restored_batch_in_one_expired_segment_stores_nothing_of_it(
+    tmp_path: Path, make_record: Callable[..., Any]
+) -> None:
+    """The quick path fills the batch while it checks the keys; a batch whose segment turns
+    out expired must leave none of those writes behind."""
+    spec = StoreSpec.window("win", retention_ms=1_000, segment_interval_ms=500)
+    store = WindowStore(spec, tmp_path / "s", MEMORY)
+    store.restore([make_record(0, window_changelog_key(b"new", 10_000, 0), b"n")])
+    old = [make_record(1 + i, window_changelog_key(b"old", 100 + i, 1 + i), b"o") for i in range(5)]
+    store.restore(old)
+    assert store.fetch(b"new", 0, 20_000) == [(10_000, b"n")]
+    assert store.stream_time == 10_000
+    store.close()
+    assert disk_timestamps(tmp_path / "s") == [10_000]

