@@ -150,9 +150,8 @@ class StateManager:
         Commit input offsets only after this returns; if it raises ChangelogWriteError, do not.
         """
         await self.flush()
-        for task in self._tasks.values():
-            if task.phase is not TaskPhase.RESTORING:
-                task.checkpoint()
+        checkpointed = [t for t in self._tasks.values() if t.phase is not TaskPhase.RESTORING]
+        await asyncio.gather(*(task.checkpoint_off_loop() for task in checkpointed))
 
     async def prepare_commit(self) -> None:
         """Exactly-once, before the transaction commits: every running active's changelog

@@ -260,6 +260,14 @@ class TaskState:
         if self.phase is not TaskPhase.CLOSED:
             self.local.checkpoint()
 
+    async def checkpoint_off_loop(self) -> None:
+        """`checkpoint`; a running active syncs on a thread (lock held: no flush, no close)."""
+        async with self._lock:
+            if self.phase is TaskPhase.RUNNING:
+                await self.local.checkpoint_off_loop()
+            else:
+                self.checkpoint()
+
     def _check_open(self) -> None:
         if self.phase is TaskPhase.CLOSED:
             raise StateError(
