@@ -16,7 +16,7 @@ sys.path.insert(0, str(ADS_DIR))
 from app import Attributed, attribute  # noqa: E402 - the demo's modules live in apps/ads
 from app import joins as ads_app  # noqa: E402
 from data import Click, Impression, generate_traffic  # noqa: E402
-from verify import longest_gap  # noqa: E402
+from verify import longest_gap, longest_gap_at  # noqa: E402
 
 from streamjoin import App, JoinWindows  # noqa: E402
 
@@ -26,6 +26,7 @@ __all__ = (
     "Impression",
     "generate_traffic",
     "longest_gap",
+    "longest_gap_at",
     "make_app",
     "topic_names",
 )

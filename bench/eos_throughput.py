@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ads_join import Click, Impression, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from join_throughput import HERE, SETTLE_S, Outcome, produce, timed_process
+from join_throughput import HERE, SETTLE_S, Outcome, timed_process, topic_sets
 from runner_process import terminate
 
 from streamjoin.broker import KafkaBroker
@@ -59,13 +59,14 @@ def runner(prefix: str, bootstrap: str, state: Path, guarantee: str, *extra: str
 
 
 async def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path) -> dict[str, float]:
-    run_id = uuid.uuid4().hex[:6]
-    prefixes = {(g, n): f"eos-{run_id}-{g[:4]}{n}" for g in GUARANTEES for n in range(args.rounds)}
-    await ensure_topics(
+    prefixes, records = await topic_sets(
         bootstrap,
-        [TopicSpec(t, args.partitions) for p in prefixes.values() for t in topic_names(p)],
+        "eos",
+        GUARANTEES,
+        rounds=args.rounds,
+        partitions=args.partitions,
+        impressions=args.impressions,
     )
-    records = await produce(bootstrap, list(prefixes.values()), args.impressions)
     print(f"produced {records:,} records to each of {len(prefixes)} topic sets")
     rates: dict[str, list[float]] = {g: [] for g in GUARANTEES}
     for n in range(args.rounds):

@@ -56,6 +56,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -90,7 +91,8 @@ class Outcome:
     build: str | None = None
     """Whether the per-record path ran compiled (the worker reports it)."""
     peak_rss: int | None = None
-    """The process's peak resident memory in bytes (the worker reports it)."""
+    """The process's peak resident memory in bytes (read from /proc for any contender run by
+    `timed_process`, else as the worker reports it)."""
 
     @property
     def rate(self) -> float:
@@ -110,6 +112,25 @@ async def produce(bootstrap: str, prefixes: list[str], impressions: int) -> int:
             bootstrap, ((clk if is_click else imp, *rest) for is_click, *rest in records)
         )
     return len(records)
+
+
+async def topic_sets(
+    bootstrap: str,
+    tag: str,
+    names: Sequence[str],
+    *,
+    rounds: int,
+    partitions: int,
+    impressions: int,
+) -> tuple[dict[tuple[str, int], str], int]:
+    """A topic set (ads_join.topic_names) per name and round, each holding the same traffic:
+    (prefix by (name, round), records in each set)."""
+    run = uuid.uuid4().hex[:6]
+    prefixes = {(c, n): f"{tag}-{run}-{c[:4]}{n}" for c in names for n in range(rounds)}
+    await ensure_topics(
+        bootstrap, [TopicSpec(t, partitions) for p in prefixes.values() for t in topic_names(p)]
+    )
+    return prefixes, await produce(bootstrap, list(prefixes.values()), impressions)
 
 
 async def pipe(
@@ -192,6 +213,7 @@ async def timed_process(
                     done = json.loads(line)
                     if isinstance(done, dict) and done.get("event") == "done":
                         break
+        peak = peak_rss(process.pid)
     finally:
         if exits:
             with contextlib.suppress(TimeoutError):
@@ -206,21 +228,32 @@ async def timed_process(
         done.get("longest_stall"),
         done.get("threads"),
         done.get("build"),
-        done.get("peak_rss"),
+        done.get("peak_rss") if peak is None else peak,
     )
+
+
+def peak_rss(pid: int) -> int | None:
+    """Bytes: the peak resident memory of a running process so far (Linux: VmHWM)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
 
 
 def worker_command(
     prefix: str,
     bootstrap: str,
     state: Path,
-    records: int,
+    records: int | None,
     profile: str | None,
     *,
     unbounded: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The worker's command line; `profile`: under py-spy, writing its raw stacks there;
-    `unbounded`: with the memory settings from before the budget."""
+    """The worker's command line; `records`: it stops after that many (None: it runs until
+    stopped); `profile`: under py-spy, writing its raw stacks there; `unbounded`: with the
+    memory settings from before the budget; `extra`: further worker_runner.py options."""
     command = [
         sys.executable,
         str(HERE / "worker_runner.py"),
@@ -229,9 +262,9 @@ def worker_command(
         bootstrap,
         "--state-dir",
         str(state),
-        "--until-records",
-        str(records),
+        *([] if records is None else ["--until-records", str(records)]),
         *(["--unbounded"] if unbounded else []),
+        *extra,
     ]
     if profile is None:
         return command

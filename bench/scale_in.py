@@ -142,6 +142,7 @@ async def scale_in(
     stable = time.time()
     await asyncio.sleep(1.0)
     gaps = {p: arrivals.longest_gap(p, t0, stable + 1.0) for p in range(tasks)}
+    print(f"[{mode}] moved tasks' longest output gaps: {arrivals.where(moving, t0, stable + 1.0)}")
     restored = sum(
         line["restored"]
         for w in workers[:2]

@@ -140,9 +140,13 @@ async def run_mode(mode: str, bootstrap: str, args: argparse.Namespace, work: Pa
         await until(lambda: settled(workers, tasks, t0), within, "3 workers, 4 tasks each")
         stable = time.time()
         await asyncio.sleep(AFTER_STABLE_S)
-        return measure(
+        result = measure(
             mode, workers, arrivals, window=(t0, stable), steady_gap=steady_gap, tasks=tasks
         )
+        if args.keep_logs:
+            gaps = arrivals.where(result.moved, t0, stable + AFTER_STABLE_S)
+            print(f"[{mode}] moved tasks' longest output gaps: {gaps}")
+        return result
     except TimeoutError as error:
         print(f"[{mode}] {error}")
         for worker in workers:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
 
-from ads_join import Click, Impression, longest_gap, make_app, topic_names
+from ads_join import Click, Impression, longest_gap, longest_gap_at, make_app, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
@@ -116,3 +118,13 @@ class Arrivals:
 
     def longest_gap(self, partition: int, start: float, end: float) -> float:
         return longest_gap(self.times.get(partition, []), start, end)
+
+    def where(self, partitions: Iterable[int], start: float, end: float) -> str:
+        """Each partition's longest gap and when it began, on the workers' log clock: to find
+        in their kept logs what the task waited for."""
+        spans = []
+        for partition in sorted(partitions):
+            length, began = longest_gap_at(self.times.get(partition, []), start, end)
+            clock = datetime.fromtimestamp(began).strftime("%H:%M:%S,%f")[:-3]
+            spans.append(f"task {partition}: {length:.2f} s from {clock}")
+        return "; ".join(spans)

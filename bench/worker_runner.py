@@ -41,6 +41,7 @@ from unbounded import unbounded_settings
 from streamjoin import JoinWindows
 from streamjoin.compiled import build_description
 from streamjoin.memory_settings import parse_size
+from streamjoin.runtime.process import gc_tuning, pacing
 from streamjoin.runtime.process.worker import Worker, WorkerOptions
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvent
 
@@ -174,6 +175,18 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a SIGTERM hands the tasks off warm before leaving (default 0: leave at "
         "once, as the benchmarks that only stop their workers want)",
     )
+    p.add_argument(
+        "--flush-interval",
+        type=float,
+        help="seconds between a live worker's state flushes (default: runtime/process/"
+        "pacing.py's; one at least the commit interval: only at commits, as before issue 40's "
+        "item 5)",
+    )
+    p.add_argument(
+        "--gc-young-threshold",
+        type=int,
+        help="net allocations between young collections (default: runtime/process/gc_tuning.py's)",
+    )
     p.add_argument("--report-every", type=float, default=0.5)
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
@@ -218,6 +231,10 @@ async def main(args: argparse.Namespace) -> None:
         rekey_clicks=args.rekey_clicks,
         **(unbounded_settings() if args.unbounded else {}),
     )
+    if args.gc_young_threshold is not None:
+        gc_tuning.YOUNG_THRESHOLD = args.gc_young_threshold
+    if args.flush_interval is not None:
+        pacing.FLUSH_INTERVAL_S = args.flush_interval
     worker = Worker(app, options_from(args))
 
     def on_event(event: StateEvent) -> None:

@@ -1,14 +1,22 @@
-"""Changelog end offsets for the task assignor, read the way the embedded broker gets right.
+"""Changelog end offsets, read the way the embedded broker gets right, by one long-lived consumer.
 
 ListOffsets (`end_offsets()`) is wrong on the embedded broker whenever a batch held more than one
 record; the high watermark in fetch responses is right on every broker. So: seek near the end
-(ListOffsets is close enough for a start), fetch once per partition, and take the watermark.
+(ListOffsets is close enough for a start), fetch once per partition, and take the watermark (the
+last stable offset when reading committed records only, as the changelog reader does).
+
+Every read assigns its partitions afresh, so each end comes from a fetch sent after the call
+began: a task promoted from standby to active may trust it to cover every write its previous
+owner confirmed before giving the task up. The consumer stays connected between reads (from the
+first, or from when a standby opens): starting one (bootstrap, metadata) took most of a read's
+time, on the hand-off path of a moved task twice (the leader's assignment, then the promotion).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Any
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget, connect
@@ -16,49 +24,149 @@ from streamjoin.state.changelog_topics import store_topic
 from streamjoin.state.errors import StateError
 from streamjoin.state.specs import TaskSpec
 
-__all__ = ("changelog_end_offset_sums",)
+__all__ = ("ChangelogEnds", "Ends", "changelog_end_offset_sums")
+
+Ends = dict[TopicPartition, int]
+
+
+class ChangelogEnds:
+    """Reads the ends of changelog partitions until closed. Reads asked for while one is under
+    way are served together by the next (the tasks promoted at one hand-off, at once)."""
+
+    def __init__(
+        self,
+        bootstrap: KafkaTarget,
+        *,
+        isolation_level: str = "read_uncommitted",
+        timeout_s: float = 10.0,
+    ) -> None:
+        self._kafka = connect(bootstrap)
+        self._committed = isolation_level == "read_committed"
+        self._isolation_level = isolation_level
+        self._timeout_s = timeout_s
+        self._connecting: asyncio.Task[Any] | None = None
+        self._asked: list[tuple[frozenset[TopicPartition], asyncio.Future[Ends]]] = []
+        self._serving: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def prepare(self) -> None:
+        """Connect in the background now, so that the first read does not wait for it."""
+        failed = (
+            self._connecting is not None
+            and self._connecting.done()
+            and (self._connecting.cancelled() or self._connecting.exception() is not None)
+        )
+        if (self._connecting is None or failed) and not self._closed:
+            self._connecting = asyncio.create_task(self._connect(), name="changelog ends")
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._serving is not None:
+            await asyncio.gather(self._serving, return_exceptions=True)
+        if self._connecting is not None:
+            connected: Any = (await asyncio.gather(self._connecting, return_exceptions=True))[0]
+            if not isinstance(connected, BaseException):
+                await connected.stop()
+
+    async def ends(self, partitions: Iterable[TopicPartition]) -> Ends:
+        """Partition -> its end, from fetches sent after this call began.
+
+        The changelogs must exist (StateManager or `ensure_changelogs` creates them): asking for
+        a missing topic would make a broker with auto-creation create it with a default layout.
+        """
+        wanted = frozenset(partitions)
+        if not wanted:
+            return {}
+        if self._closed:
+            raise StateError("changelog ends asked for after the worker closed its state")
+        answer: asyncio.Future[Ends] = asyncio.get_running_loop().create_future()
+        self._asked.append((wanted, answer))
+        if self._serving is None:
+            self._serving = asyncio.create_task(self._serve(), name="changelog ends: read")
+        return await answer
+
+    async def _serve(self) -> None:
+        try:
+            while self._asked:
+                asked, self._asked = self._asked, []
+                try:
+                    ends = await self._read_afresh(
+                        sorted(frozenset().union(*(w for w, _ in asked)))
+                    )
+                except Exception as exc:  # noqa: BLE001 - each caller gets it
+                    for _, answer in asked:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                    continue
+                for wanted, answer in asked:
+                    if not answer.done():  # its caller may have given up
+                        answer.set_result({tp: ends[tp] for tp in wanted})
+        finally:
+            self._serving = None
+
+    async def _connect(self) -> Any:
+        consumer = self._kafka.consumer(
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=10,
+            isolation_level=self._isolation_level,
+        )
+        await consumer.start()
+        await asyncio.sleep(0)  # aiokafka's stop() raises if called before its routines ran
+        return consumer
+
+    async def _read_afresh(self, wanted: list[TopicPartition]) -> Ends:
+        self.prepare()
+        assert self._connecting is not None
+        consumer = await asyncio.shield(self._connecting)
+        consumer.assign(wanted)  # afresh: no watermark of an earlier read survives
+        try:
+            await consumer.seek_to_end(*wanted)
+            return await self._read(consumer, wanted)
+        finally:
+            consumer.pause(*wanted)  # no fetching between reads
+
+    async def sums(self, app_id: str, tasks: Iterable[TaskSpec]) -> dict[str, int]:
+        """Task id -> sum of the end offsets of its stores' changelog partitions."""
+        partitions = {
+            spec.task_id: [
+                TopicPartition(store_topic(app_id, s), spec.partition) for s in spec.stores
+            ]
+            for spec in tasks
+        }
+        ends = await self.ends(tp for tps in partitions.values() for tp in tps)
+        return {task_id: sum(ends[tp] for tp in tps) for task_id, tps in partitions.items()}
+
+    async def _read(self, consumer: Any, wanted: list[TopicPartition]) -> Ends:
+        ends: Ends = {}
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                while len(ends) < len(wanted):
+                    await consumer.getmany(timeout_ms=10)  # an empty poll takes all of it
+                    for tp in wanted:
+                        end = (
+                            consumer.last_stable_offset(tp)
+                            if self._committed
+                            else consumer.highwater(tp)
+                        )
+                        if end is not None and end >= 0:
+                            ends[tp] = int(end)
+        except TimeoutError as exc:
+            missing = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in wanted if tp not in ends)
+            raise StateError(
+                f"no fetch response within {self._timeout_s:.0f}s for changelog partitions "
+                f"{missing}; is the broker reachable?"
+            ) from exc
+        return ends
 
 
 async def changelog_end_offset_sums(
     bootstrap: KafkaTarget, app_id: str, tasks: Iterable[TaskSpec], *, timeout_s: float = 10.0
 ) -> dict[str, int]:
-    """Task id -> sum of the end offsets of its stores' changelog partitions.
-
-    The changelogs must exist (StateManager or `ensure_changelogs` creates them): asking for a
-    missing topic would make a broker with auto-creation create it with a default layout.
-    """
-    specs = list(tasks)
-    partitions = {
-        spec.task_id: [TopicPartition(store_topic(app_id, s), spec.partition) for s in spec.stores]
-        for spec in specs
-    }
-    wanted = sorted({tp for tps in partitions.values() for tp in tps})
-    if not wanted:
-        return {spec.task_id: 0 for spec in specs}
-    consumer = connect(bootstrap).consumer(
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=10,
-    )
-    await consumer.start()
+    """Task id -> sum of the end offsets of its stores' changelog partitions, by a consumer of
+    its own (for tools; a worker keeps one ChangelogEnds)."""
+    reader = ChangelogEnds(bootstrap, timeout_s=timeout_s)
     try:
-        consumer.assign(wanted)
-        await consumer.seek_to_end(*wanted)
-        ends: dict[TopicPartition, int] = {}
-        try:
-            async with asyncio.timeout(timeout_s):
-                while len(ends) < len(wanted):
-                    await consumer.getmany(timeout_ms=50)
-                    for tp in wanted:
-                        highwater = consumer.highwater(tp)
-                        if highwater is not None:
-                            ends[tp] = int(highwater)
-        except TimeoutError as exc:
-            missing = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in wanted if tp not in ends)
-            raise StateError(
-                f"no fetch response within {timeout_s:.0f}s for changelog partitions {missing}; "
-                "is the broker reachable?"
-            ) from exc
+        return await reader.sums(app_id, tasks)
     finally:
-        await consumer.stop()
-    return {task_id: sum(ends[tp] for tp in tps) for task_id, tps in partitions.items()}
+        await reader.close()

@@ -25,6 +25,7 @@ from typing import Any
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
+from streamjoin.state.end_offsets import ChangelogEnds
 from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import StateEvents, StateListener
 from streamjoin.state.layout import StateDirectory
@@ -71,6 +72,8 @@ class StateManager:
         self._bootstrap = bootstrap
         self._producer = producer
         self._reader = ChangelogReader(bootstrap, self.config.reader)
+        self.ends = ChangelogEnds(bootstrap, isolation_level=self.config.reader.isolation_level)
+        """Reads changelog ends: for the task assignor, and to promote a standby in place."""
         self._tasks: dict[str, TaskState] = {}
         self._known_changelogs: set[str] = set()
         self._changelog_lock = asyncio.Lock()
@@ -84,6 +87,7 @@ class StateManager:
         for task in list(self._tasks.values()):
             await task.close(clean=clean)
         self._tasks.clear()
+        await self.ends.close()
         await self._reader.close()
 
     def subscribe(self, listener: StateListener) -> Callable[[], None]:
@@ -109,6 +113,7 @@ class StateManager:
 
     async def open_standby(self, spec: TaskSpec) -> TaskState:
         """Make `spec` a standby (or learner) here: tail its changelogs until told otherwise."""
+        self.ends.prepare()  # its promotion will read the ends
         task = await self._open(spec)
         await task.become_standby()
         return task
@@ -145,9 +150,8 @@ class StateManager:
         Commit input offsets only after this returns; if it raises ChangelogWriteError, do not.
         """
         await self.flush()
-        for task in self._tasks.values():
-            if task.phase is not TaskPhase.RESTORING:
-                task.checkpoint()
+        checkpointed = [t for t in self._tasks.values() if t.phase is not TaskPhase.RESTORING]
+        await asyncio.gather(*(task.checkpoint_off_loop() for task in checkpointed))
 
     async def prepare_commit(self) -> None:
         """Exactly-once, before the transaction commits: every running active's changelog
@@ -214,6 +218,7 @@ class StateManager:
                     progress_interval_s=self.config.progress_interval_s,
                     memory=self.memory,
                     lock=lock,
+                    ends=self.ends.ends,
                 )
             except BaseException:
                 lock.release()

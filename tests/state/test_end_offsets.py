@@ -1,15 +1,18 @@
-"""End offsets come from fetched high watermarks, exact even for multi-record batches."""
+"""End offsets come from fetched high watermarks, exact even for multi-record batches, and each
+read of a long-lived reader is fresh."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.broker import Broker
-from streamjoin.state import StoreSpec, TaskSpec, changelog_topic, ensure_changelogs
+from streamjoin.state import StateError, StoreSpec, TaskSpec, changelog_topic, ensure_changelogs
 from streamjoin.state.changelog_writer import ChangelogWriter
-from streamjoin.state.end_offsets import changelog_end_offset_sums
+from streamjoin.state.end_offsets import ChangelogEnds, changelog_end_offset_sums
 
 pytestmark = pytest.mark.broker
 
@@ -27,3 +30,29 @@ async def test_end_offset_sums_per_task(broker: Broker, producer: Any, unique: s
     sums = await changelog_end_offset_sums(broker.bootstrap, app, tasks)
     assert sums == {"0_0": 1244, "0_1": 55, "0_2": 0}
     assert await changelog_end_offset_sums(broker.bootstrap, app, []) == {}
+
+
+async def test_one_reader_of_ends_sees_what_was_written_between_its_reads(
+    broker: Broker, producer: Any, unique: str
+) -> None:
+    app = f"ends-again-{unique}"
+    stores = (StoreSpec.kv("kv"),)
+    await ensure_changelogs(broker.bootstrap, app, dict.fromkeys(stores, 2))
+    tasks = [TaskSpec(f"0_{p}", p, 2, stores) for p in range(2)]
+    writer = ChangelogWriter(producer, changelog_topic(app, "kv"), 1)
+    reader = ChangelogEnds(broker.bootstrap)
+    try:
+        assert await reader.sums(app, tasks) == {"0_0": 0, "0_1": 0}
+        for count in (7, 30):
+            for i in range(count):
+                writer.append(b"key-%d" % i, b"value")
+            await writer.wait_confirmed(writer.seal())
+            assert (await reader.sums(app, tasks))["0_1"] == (7 if count == 7 else 37)
+        # asked together (tasks promoted at one hand-off): served by one read, each its own
+        partitions = [TopicPartition(changelog_topic(app, "kv"), p) for p in range(2)]
+        both = await asyncio.gather(*(reader.ends([tp]) for tp in partitions))
+        assert both == [{partitions[0]: 0}, {partitions[1]: 37}]
+    finally:
+        await reader.close()
+    with pytest.raises(StateError, match="closed"):
+        await reader.sums(app, tasks)

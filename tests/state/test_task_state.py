@@ -205,3 +205,58 @@ async def test_a_failed_changelog_delivery_leaves_consistent_state(
     assert task.phase is TaskPhase.SUSPENDED
     assert snapshot(task) == before  # the unconfirmed writes are gone, nothing else
     assert task.positions == {"kv": 20, "win": 20}
+
+
+@pytest.mark.parametrize("ends_fail", [False, True], ids=["in-place", "ends-unread"])
+async def test_a_promoted_standby_reads_on_to_ends_fetched_after_its_promotion(
+    producer: Any,
+    managers: Callable[..., Any],
+    tmp_path: Path,
+    until: Callable[..., Any],
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    ends_fail: bool,
+) -> None:
+    """A standby becomes active without starting its reading over (its reader is not told to
+    track its partitions afresh), yet runs only once it holds what its previous owner wrote
+    last, after the standby's last fetch. If the ends cannot be read, it reads over (slower,
+    as correct) and says so."""
+    app = f"promote-{unique}"
+    old_owner = await managers(producer, app_id=app, state_dir=tmp_path / "a")
+    new_owner = await managers(producer, app_id=app, state_dir=tmp_path / "b")
+    if ends_fail:
+
+        async def unreadable(partitions: Any) -> dict[Any, int]:
+            raise StateError("no fetch response within 10s")
+
+        monkeypatch.setattr(new_owner.ends, "ends", unreadable)
+    active = await old_owner.open_active(SPEC)
+    await active.wait_ready()
+    standby = await new_owner.open_standby(SPEC)
+    write(active, 0, 200)
+    await old_owner.commit()
+    target = sum(active.positions.values())
+    await until(lambda: new_owner.offset_sums()[SPEC.task_id] == target)
+
+    tracked: list[tuple[str, int]] = []
+    track = new_owner._reader.track
+    monkeypatch.setattr(
+        new_owner._reader, "track", lambda t, p, sink: (tracked.append((t, p)), track(t, p, sink))
+    )
+    write(active, 200, 300)  # the old owner's last writes, confirmed as it lets go
+    await old_owner.commit()
+    expected, expected_sum = snapshot(active), sum(active.positions.values())
+    await old_owner.close_task(SPEC.task_id)
+    done = completions(new_owner)
+    promoted = await new_owner.open_active(SPEC)
+    await asyncio.wait_for(promoted.wait_ready(), 15)
+    assert promoted is standby
+    assert sum(promoted.positions.values()) == expected_sum
+    assert snapshot(promoted) == expected
+    assert len(done) == 1 and done[0].restored <= 100 + KV_KEYS
+    if ends_fail:
+        assert len(tracked) == len(SPEC.stores)
+        assert "no changelog ends" in caplog.text
+    else:
+        assert tracked == []

@@ -5,8 +5,9 @@ It says so in its subscription (draining) and rejoins. The leader then counts it
 capacity 0 (assignment/tasks/): its stateless tasks move at once, a stateful one at once to a
 caught-up standby, else it keeps running it while the new owner restores it as a learner; that
 learner asks for the follow-up rebalance once caught up (tasks/followup.py), which moves the
-task. Once the worker owns nothing it leaves. So no task restores from scratch after it is gone
-and none pauses longer than a hand-off.
+task. Once the worker owns nothing it leaves the group at once, before the rest of its stop:
+its peers' follow-up rebalance, which moves its last tasks, waits for it to join or leave. So no
+task restores from scratch after it is gone and none pauses longer than a hand-off.
 
 Bounded by the drain timeout (then it leaves as before, the tasks left restoring on their new
 owners); cut short by a second stop. It leaves at once, without asking the group, when it is
@@ -20,9 +21,10 @@ its tasks from the shared state directory).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Self
 
 from streamjoin.group.consumer import CooperativeConsumer
@@ -47,6 +49,7 @@ class Drain:
         generation: Callable[[], int],
         request_rejoin: Callable[[str], None],
         leaving: Callable[[], None],
+        leave: Callable[[], Awaitable[None]],
         timeout_s: float,
         interval_s: float = 0.05,
     ) -> None:
@@ -54,7 +57,7 @@ class Drain:
         still owns; `stateful()`: how many of them hold state; `alone()`: no other worker is
         in the group (as the last assignment this worker led says); `stable()`: the member is
         in a generation with its assignment applied; `leaving()`: tell the member that it will
-        leave once it owns nothing."""
+        leave once it owns nothing; `leave()`: leave the group now (it owns nothing)."""
         self._roles = roles
         self._owned = owned
         self._stateful = stateful
@@ -63,6 +66,7 @@ class Drain:
         self._generation = generation
         self._request = request_rejoin
         self._leaving = leaving
+        self._leave = leave
         self._timeout = timeout_s
         self._interval = interval_s
         self.outcome = ""
@@ -98,6 +102,7 @@ class Drain:
             generation=lambda: consumer.generation,
             request_rejoin=request_rejoin,
             leaving=leaving,
+            leave=consumer.member.close,
             timeout_s=timeout_s,
         )
 
@@ -151,6 +156,7 @@ class Drain:
                 logger.info(
                     "stopping: every task handed off warm in %.1f s", time.monotonic() - started
                 )
+                await self._leave()
                 return
             if time.monotonic() >= deadline:
                 self.outcome = "timed out"
@@ -165,6 +171,8 @@ class Drain:
             if left != reported and answer:
                 reported = left
                 logger.info("draining: %d tasks still here, their new owners warming up", left)
-            await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):  # a second stop is seen at once
+                async with asyncio.timeout(self._interval):
+                    await cut_short.wait()
         self.outcome = "cut short"
         logger.info("stopping: drain cut short with %d tasks still here", self._owned())

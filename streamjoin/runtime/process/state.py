@@ -54,7 +54,6 @@ def worker_roles(
     topology: AppTopology,
     state: StateManager,
     *,
-    kafka: KafkaConnection,
     settings: AppSettings,
     options: WorkerOptions,
 ) -> WorkerRoles:
@@ -65,7 +64,6 @@ def worker_roles(
         topology,
         state,
         process_id=process_id(state.directory.app_dir),
-        bootstrap=kafka,
         capacity=options.capacity,
         endpoint=f"{socket.gethostname()}:{port}" if port else None,
         probing_interval_ms=int(settings.probing_rebalance_interval_s * 1000),

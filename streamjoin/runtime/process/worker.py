@@ -34,7 +34,7 @@ from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
-from streamjoin.runtime.process.broker_watch import BrokerWatch
+from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
     WorkerContext,
@@ -49,6 +49,7 @@ from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
+from streamjoin.runtime.process.pacing import CommitPacer
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
@@ -206,16 +207,14 @@ class Worker:
         )
         await state.start()
         sink = ProducerSink(producer)
-        roles = worker_roles(
-            topology, state, kafka=self.kafka, settings=self.app.settings, options=self.options
-        )
+        roles = worker_roles(topology, state, settings=self.app.settings, options=self.options)
         manager = TaskManager(
             topology,
             roles=roles,
             state=state,
             sink=sink,
             # Exactly-once: the task manager holds the transaction lock while it commits.
-            commit=self._commit_held if self.exactly_once else self._commit,
+            commit=self._commit_transaction if self.exactly_once else self._commit,
             transaction=self.transaction if self.exactly_once else None,
             kafka=self.kafka,
         )
@@ -302,11 +301,11 @@ class Worker:
         logger.info("worker stopped")
 
     async def _loop(self) -> None:
-        """Fetch, process, produce; commit every interval in the background, so a commit that
-        waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
+        """Fetch, process, produce; commit (and flush: pacing.py) in the background, so a commit
+        that waits (behind a JoinGroup on the coordinator's connection, say) pauses no task."""
         assert self.manager is not None and self.sink is not None
         manager = self.manager
-        next_commit = time.monotonic() + self.commit_interval_s
+        pacer = CommitPacer(self.commit_interval_s, time.monotonic())
         committing: asyncio.Task[None] | None = None
         try:
             while not self._stopping.is_set():
@@ -317,15 +316,19 @@ class Worker:
                 # Yield to the event loop every round even when nothing above had to wait (fetched
                 # records at hand, room in the producer): heartbeats and fetches run in between.
                 await asyncio.sleep(0.005 if busy and not processed else 0)
-                due = time.monotonic() >= next_commit or self.state.needs_flush
+                now = time.monotonic()
+                due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit
                     await self._commit(None)
-                    next_commit = time.monotonic() + self.commit_interval_s
-                elif due and (committing is None or committing.done()):
+                    pacer.committed(time.monotonic())
+                elif committing is None or committing.done():
                     if committing is not None:
                         committing.result()  # a failed flush stops the worker: nothing is lost
-                    committing = asyncio.create_task(self._commit(None), name="commit")
-                    next_commit = time.monotonic() + self.commit_interval_s
+                    if due:
+                        committing = asyncio.create_task(self._commit(None), name="commit")
+                        pacer.committed(now)
+                    elif not self.exactly_once and pacer.flush_due(now, self.consumer):
+                        committing = asyncio.create_task(self._flush(), name="state flush")
             if committing is not None:
                 await committing
         finally:
@@ -372,23 +375,17 @@ class Worker:
             try:
                 await self.consumer.commit(offsets)
             except CommitFailedError as exc:
-                self._not_committed(exc)
+                report_not_committed(exc, self.watch)
                 return
             self.last_commit_ms = int(time.time() * 1000)
             self.purger.after_commit(offsets)
 
-    def _not_committed(self, exc: CommitFailedError) -> None:
-        """Say so, unless the broker is away: the broker watch said that once, and a commit
-        fails every few seconds until it is back (the next one carries these offsets)."""
-        if not exc.retriable:
-            logger.warning("offsets not committed (they will be reprocessed): %s", exc)
-        elif self.watch is None or self.watch.lost_since is None:
-            logger.info("offsets not committed yet (the next commit carries them): %s", exc)
+    async def _flush(self) -> None:
+        async with self._commit_lock:  # between commits, on live traffic (pacing.py)
+            if not self._commits_refused:
+                await self.state.flush()
 
-    async def _commit_held(self, tasks: frozenset[TaskId]) -> None:
-        await self._commit_transaction()
-
-    async def _commit_transaction(self) -> None:
+    async def _commit_transaction(self, tasks: frozenset[TaskId] | None = None) -> None:
         assert self.manager is not None and self.sink is not None and self._txn is not None
         await commit_transaction(
             self._txn,

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from streamjoin.assignment.task_metadata import AssignmentInfo, SubscriptionInfo
 from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
-from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
-from streamjoin.state.end_offsets import changelog_end_offset_sums
 from streamjoin.state.manager import StateManager
 from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM as RUNNING_ACTIVE
 
@@ -45,7 +43,6 @@ class WorkerRoles:
         state: StateManager,
         *,
         process_id: str,
-        bootstrap: KafkaTarget,
         capacity: int = 1,
         endpoint: str | None = None,
         probing_interval_ms: int,
@@ -60,7 +57,6 @@ class WorkerRoles:
         self._sent_draining = False
         """Whether the last subscription said so."""
         self._state = state
-        self._bootstrap = bootstrap
         self._capacity = capacity
         self._endpoint = endpoint
         self.query_url: str | None = None
@@ -145,5 +141,5 @@ class WorkerRoles:
     ) -> Mapping[assignment.TaskId, int]:
         runtime = {task: self.topology.from_assignment(task) for task in tasks}
         specs = [self.topology.task_spec(t) for t in runtime.values()]
-        sums = await changelog_end_offset_sums(self._bootstrap, self._state.app_id, specs)
+        sums = await self._state.ends.sums(self._state.app_id, specs)
         return {task: sums[str(runtime_id)] for task, runtime_id in runtime.items()}

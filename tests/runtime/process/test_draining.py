@@ -26,7 +26,12 @@ class Group:
     """The answer to a draining subscription (None: not in yet)."""
     rejoins: list[str] = field(default_factory=list)
     leaving: bool = False
+    left_owning: int | None = None
+    """What it owned when it left the group (None: it did not leave during the drain)."""
     draining: bool = False
+
+    async def leave(self) -> None:
+        self.left_owning = self.owned
 
     def roles(self) -> Roles:
         return Roles(draining=bool(self.told_draining))
@@ -36,7 +41,7 @@ class Group:
         return self.told_draining
 
 
-def drain(group: Group, timeout_s: float = 30) -> Drain:
+def drain(group: Group, timeout_s: float = 30, interval_s: float = 0.01) -> Drain:
     return Drain(
         group,  # type: ignore[arg-type]
         owned=lambda: group.owned,
@@ -46,8 +51,9 @@ def drain(group: Group, timeout_s: float = 30) -> Drain:
         generation=lambda: group.generation,
         request_rejoin=group.rejoins.append,
         leaving=lambda: setattr(group, "leaving", True),
+        leave=group.leave,
         timeout_s=timeout_s,
-        interval_s=0.01,
+        interval_s=interval_s,
     )
 
 
@@ -61,9 +67,12 @@ async def test_hands_off_once_taken_as_draining_and_owning_nothing() -> None:
     group.told_draining = True  # the leader's answer: the tasks move while the worker runs them
     await asyncio.sleep(0.05)
     assert not running.done()
+    assert group.left_owning is None
     group.owned = 0
     await asyncio.wait_for(running, 5)
     assert draining.outcome == "handed off"
+    # it left the group then, not later in its stop: its peers' follow-up waited for that
+    assert group.left_owning == 0
 
 
 async def test_leaves_at_once_when_the_group_does_not_take_it_as_draining() -> None:
@@ -71,6 +80,7 @@ async def test_leaves_at_once_when_the_group_does_not_take_it_as_draining() -> N
     draining = drain(group)
     await asyncio.wait_for(draining.run(asyncio.Event()), 5)
     assert draining.outcome == "refused" and group.owned == 2
+    assert group.left_owning is None  # its stop revokes its tasks, then leaves
 
 
 async def test_an_answer_read_while_rebalancing_is_not_taken() -> None:
@@ -87,6 +97,21 @@ async def test_a_second_stop_cuts_it_short() -> None:
     await asyncio.sleep(0.05)
     cut.set()
     await asyncio.wait_for(running, 5)
+    assert draining.outcome == "cut short"
+
+
+async def test_a_second_stop_is_seen_at_once_not_at_the_next_check() -> None:
+    """The worker's loop ends on the same stop and then cancels the drain: the drain must have
+    said "cut short" by then (tests/runtime/e2e/test_drain.py missed that line once)."""
+    group, cut = Group(), asyncio.Event()
+    draining = drain(group, interval_s=60.0)  # its own checks come far too late
+    running = asyncio.create_task(draining.run(cut))
+    await asyncio.sleep(0.05)
+    cut.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
     assert draining.outcome == "cut short"
 
 
