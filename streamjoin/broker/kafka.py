@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from streamjoin.broker.base import Broker, free_port
-from streamjoin.broker.errors import BrokerError
+from streamjoin.broker.errors import BrokerError, BrokerNotReady
 from streamjoin.broker.kafka_jars import find_java, kafka_classpath, kafka_version
+from streamjoin.broker.probe import accepts_connections
 from streamjoin.broker.tls import TlsFiles, make_certificates
 from streamjoin.kafka.security import KafkaSecurity
 
@@ -274,6 +276,23 @@ class KafkaBroker(Broker):
         if not (logs / "meta.properties").is_file():
             self._format(jvm, properties)
         return [*jvm, "kafka.Kafka", str(properties)]
+
+    def _wait_ready(self) -> None:
+        """Ready once the PLAINTEXT listener answers and every secured one accepts connections:
+        Kafka opens its listeners one after another, and a client of the SSL listener was
+        refused right after the PLAINTEXT one answered."""
+        super()._wait_ready()
+        deadline = time.monotonic() + self.startup_timeout
+        for listener in self.listeners:
+            assert listener.port is not None
+            while not accepts_connections(self.host, listener.port, timeout=0.5):
+                if time.monotonic() > deadline:
+                    raise BrokerNotReady(
+                        f"{self.name}'s listener {listener.name} did not open on port "
+                        f"{listener.port} within {self.startup_timeout:g} s; last lines of its "
+                        f"log:\n{self.log_tail()}"
+                    )
+                time.sleep(0.02)
 
     def _home(self) -> Path:
         if self.data_dir is not None:

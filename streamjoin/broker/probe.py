@@ -31,6 +31,15 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return data
 
 
+def accepts_connections(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True if something listens on the address (a TLS listener answers nothing in plain)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def kafka_api_versions_ok(host: str, port: int, timeout: float = 1.0) -> bool:
     """True if the address answers an ApiVersions v0 request without error."""
     try:

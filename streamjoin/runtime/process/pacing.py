@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from aiokafka import TopicPartition
+from streamjoin.assignment.model import TopicPartition
 
 __all__ = ("FLUSH_INTERVAL_S", "LIVE_LAG", "CommitPacer")
 

@@ -86,7 +86,8 @@ async def test_a_failure_in_the_middle_of_a_commit_leaves_no_partial_output(
         codes = workers.stop_all()
     logs = workers.logs()
     missing, repeated = _report(seen, 3_000)
-    assert "injected failure" in logs, logs
+    # The whole log: the failure comes early, and what the restarted worker logs fills the tail.
+    assert "injected failure" in workers.log("w1"), logs
     assert not missing, f"missing {missing[:20]}\n{logs}"
     assert not repeated, f"repeated {list(repeated.items())[:20]}\n{logs}"
     assert sum(everything.values()) > len(everything), "the aborted outputs were never written"
