@@ -25,10 +25,11 @@ from streamjoin.query.stores import (
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.runtime.topology.app_topology import AppTopology, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
+from streamjoin.state.phases import TaskPhase
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.versioned_store import VersionedStore
 from streamjoin.state.stores.window_store import WindowStore
-from streamjoin.state.task_state import TaskPhase, TaskState
+from streamjoin.state.task_state import TaskState
 
 __all__ = ("Placement", "QueryError", "QueryService", "QueryStats", "Request")
 

@@ -21,11 +21,12 @@ from streamjoin.state.events import (
     StateWiped,
 )
 from streamjoin.state.manager import StateConfig, StateManager
+from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM, TaskPhase
 from streamjoin.state.reader import ReaderConfig
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.window_store import WindowStore
-from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM, TaskPhase, TaskState
+from streamjoin.state.task_state import TaskState
 
 __all__ = (
     "RUNNING_ACTIVE_OFFSET_SUM",

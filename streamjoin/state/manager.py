@@ -30,10 +30,11 @@ from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import StateEvents, StateListener
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.phases import TaskPhase
 from streamjoin.state.reader import ChangelogReader, ReaderConfig
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.task_lock import TaskLock
-from streamjoin.state.task_state import TaskPhase, TaskState
+from streamjoin.state.task_state import TaskState
 
 __all__ = ("StateConfig", "StateManager")
 

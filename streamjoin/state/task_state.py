@@ -4,10 +4,6 @@ Phases:  RESTORING (active, catching up) -> RUNNING (active, processing; writes 
          STANDBY (tails the changelogs forever)      SUSPENDED (open, idle)      CLOSED
 Any open phase may move to any other; the stores stay open throughout, so a task that comes
 back to this worker reads only what its changelogs gained meanwhile (usually nothing).
-
-A standby (or learner) becomes active in place: it goes on reading, and runs once it reaches
-ends fetched after its promotion (they hold all its previous owner confirmed), without starting
-its reading over (a reader reassignment and an empty long poll: 0.2-0.5 s of a hand-off).
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_stores import TaskStores
 
-__all__ = ("RUNNING_ACTIVE_OFFSET_SUM", "ReadEnds", "TaskPhase", "TaskState")
+__all__ = ("TaskState",)
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +167,8 @@ class TaskState:
             self._begin_reading(standby=False)
 
     def _promote(self) -> None:
-        """Standby -> RESTORING, reading on until it reaches ends read afresh (a standby's last
-        ones may predate its previous owner's last writes)."""
+        """Standby -> RESTORING in place, reading on to ends read afresh (its last ones may
+        predate its previous owner's last writes); starting over cost 0.2-0.5 s of a hand-off."""
         self.phase = TaskPhase.RESTORING
         self.restored = 0
         self._read_started = time.monotonic()

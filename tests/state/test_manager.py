@@ -30,8 +30,9 @@ from streamjoin.state import (
     ensure_changelogs,
 )
 from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.phases import TaskPhase
 from streamjoin.state.stores.encoding import split_changelog_key
-from streamjoin.state.task_state import TaskPhase, TaskState
+from streamjoin.state.task_state import TaskState
 
 pytestmark = pytest.mark.broker
 

@@ -18,7 +18,7 @@ from streamjoin.assignment.tasks import model as assignment
 from streamjoin.assignment.tasks.group_assignor import TaskPartitionAssignor
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.state.manager import StateManager
-from streamjoin.state.task_state import RUNNING_ACTIVE_OFFSET_SUM as RUNNING_ACTIVE
+from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM as RUNNING_ACTIVE
 
 __all__ = ("Roles", "WorkerRoles")
 
