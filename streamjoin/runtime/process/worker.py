@@ -34,6 +34,7 @@ from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
+from streamjoin.runtime.process import gc_tuning
 from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
@@ -43,7 +44,6 @@ from streamjoin.runtime.process.endpoints import (
     serve_metrics,
 )
 from streamjoin.runtime.process.exactly_once import commit_transaction, run_restarting
-from streamjoin.runtime.process.gc_tuning import collector_tuned_for_throughput
 from streamjoin.runtime.process.identity import transactional_id
 from streamjoin.runtime.process.loop_monitor import LoopMonitor
 from streamjoin.runtime.process.memory import memory_budget
@@ -165,7 +165,7 @@ class Worker:
         # metadata update about topics that are gone.
         with watch.quiet.installed():
             try:
-                with collector_tuned_for_throughput():
+                with gc_tuning.collector_tuned_for_throughput():
                     await self._run(producer, topology, watch)
                 failed = False
             finally:
@@ -317,6 +317,7 @@ class Worker:
                 # records at hand, room in the producer): heartbeats and fetches run in between.
                 await asyncio.sleep(0.005 if busy and not processed else 0)
                 now = time.monotonic()
+                gc_tuning.reclaim_frozen_garbage(now)
                 due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit
                     await self._commit(None)
