@@ -2,7 +2,8 @@
 delivery, the changelog writes' confirmation, the group coordinator's answer); while it waits no
 input offset is committed, so a restart would repeat everything since, and a worker whose commit
 never returns looks healthy from outside. Each wait past `WARN_AFTER_S` is logged while it lasts,
-naming what the commit waits for."""
+naming what the commit waits for (in a worker, broker_watch.OutageLogFilter lets the line through
+once a minute, and not while the broker is known to be down: its own line says that)."""
 
 from __future__ import annotations
 
