@@ -16,7 +16,12 @@ from typing import Any
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import ChangelogWriteError, StateError
-from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvents
+from streamjoin.state.events import (
+    RestoreCompleted,
+    RestoreProgress,
+    RestoreStarted,
+    StateEvents,
+)
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM, ReadEnds, TaskPhase
@@ -297,7 +302,6 @@ class TaskState:
         for name, store in self.stores.items():
             store.begin_flush()
             marks[name] = self._writers[name].seal()
-            await asyncio.sleep(0)  # records are processed between two stores' batches
         confirmed: dict[str, int | None] = {}
         try:
             for name, mark in marks.items():
