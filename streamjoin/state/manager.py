@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocksdict import Rdict
+
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
@@ -35,6 +37,7 @@ from streamjoin.state.reader import ChangelogReader, ReaderConfig
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_state import TaskState
+from streamjoin.state.task_stores import open_databases
 
 __all__ = ("StateConfig", "StateManager")
 
@@ -208,7 +211,9 @@ class StateManager:
                 spec.task_id,
                 timeout_s=self.config.lock_timeout_s,
             )
+            opened: dict[str, Rdict] = {}
             try:
+                opened = await open_databases(spec, self.directory, self.memory)
                 task = TaskState(
                     spec,
                     app_id=self.app_id,
@@ -220,8 +225,11 @@ class StateManager:
                     memory=self.memory,
                     lock=lock,
                     ends=self.ends.ends,
+                    opened=opened,
                 )
             except BaseException:
+                for db in opened.values():  # those TaskStores did not take
+                    db.close()
                 lock.release()
                 raise
             self._tasks[spec.task_id] = task

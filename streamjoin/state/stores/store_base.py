@@ -38,11 +38,14 @@ class LocalStore(ABC):
     """One store of one task, backed by its own RocksDB directory, within the worker's memory
     budget (shared block cache and write buffers; a window store's newest records)."""
 
-    def __init__(self, spec: StoreSpec, path: Path, memory: MemoryBudget) -> None:
+    def __init__(
+        self, spec: StoreSpec, path: Path, memory: MemoryBudget, db: Rdict | None = None
+    ) -> None:
+        """`db`: the database at `path`, if opened already (with `memory`'s options)."""
         self.spec = spec
         self.path = path
         self.memory = memory
-        self._db: Rdict = open_rocksdb(path, memory.options(spec.name))
+        self._db: Rdict = open_rocksdb(path, memory.options(spec.name)) if db is None else db
         self._bulk = BulkLoad(self._db, path)
         memory.store_opened(self)
         self._closed = False
