@@ -99,3 +99,17 @@ def test_a_store_reopened_with_a_pile_of_level0_files_does_not_stall_writes(
         wait_for(lambda: level0_files(again) < 4, "level 0 compacted after the reopen")
     finally:
         again.close()
+
+
+def test_a_restore_synced_before_it_completes_compacts_too(
+    tmp_path: Path, make_record: Callable[[int, bytes | None, bytes | None], Any]
+) -> None:
+    """A restoring task suspended (synced, kept open) may stay idle for long: its store must
+    not keep its compactions held meanwhile."""
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", MEMORY)
+    try:
+        restore_many_memtables(store, make_record)
+        store.sync()
+        wait_for(lambda: level0_files(store) < 4, "level 0 compacted after the sync")
+    finally:
+        store.close()

@@ -154,6 +154,7 @@ class LocalStore(ABC):
             self._unlogged = False
         else:
             self._db.flush_wal(True)
+        self._bulk.end()  # a restoring task suspended or closed: compact what it wrote
         self._bulk.settle()
 
     def flush_memtables(self) -> None:
