@@ -10,6 +10,7 @@ from typing import Any
 
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
+from streamjoin.state.stores.bulk_load import BulkLoad
 from streamjoin.state.stores.kv_store import KeyValueStore
 
 MEMORY = MemoryBudget(total_bytes=64 * 1024 * 1024)
@@ -111,5 +112,19 @@ def test_a_restore_synced_before_it_completes_compacts_too(
         restore_many_memtables(store, make_record)
         store.sync()
         wait_for(lambda: level0_files(store) < 4, "level 0 compacted after the sync")
+    finally:
+        store.close()
+
+
+def test_without_the_store_s_own_options_compactions_are_never_held(tmp_path: Path) -> None:
+    """Held compactions need raised stall triggers, and those must be put back: a database
+    whose OPTIONS file cannot be read is written as usual."""
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", MEMORY)
+    try:
+        unknown = BulkLoad(store._db, tmp_path / "elsewhere")
+        unknown.begin()
+        assert not unknown.loading
+        store._bulk.begin()
+        assert store._bulk.loading
     finally:
         store.close()

@@ -49,8 +49,10 @@ class BulkLoad:
             self._raise()
 
     def begin(self) -> None:
-        """Unlogged restore writes follow: compact nothing until `end`."""
-        if not self.loading:
+        """Unlogged restore writes follow: compact nothing until `end`. Not if the store's
+        own stall triggers are unknown: held compactions under them would stop every write
+        from 36 level-0 files on, for good."""
+        if not self.loading and self._known():
             self.loading = True
             self._raise()
             self._db.set_options({COMPACTIONS: "true"})
@@ -67,8 +69,11 @@ class BulkLoad:
             self._db.set_options({name: self._own[name] for name in STALL_OPTIONS})
             self._raised = False
 
+    def _known(self) -> bool:
+        return all(name in self._own for name in STALL_OPTIONS)
+
     def _raise(self) -> None:
-        if not self._raised and all(name in self._own for name in STALL_OPTIONS):
+        if not self._raised and self._known():
             self._db.set_options(RAISED)
             self._raised = True
 
