@@ -23,6 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
@@ -50,6 +51,7 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
+from streamjoin.runtime.process.revocation_commit import commit_revoked
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
@@ -90,7 +92,7 @@ class Worker:
         """Exactly-once: held while tasks process and while a transaction commits."""
         self._txn: TransactionState | None = None
         self._commit_lock = asyncio.Lock()
-        self._commits_refused = False
+        self.commits_refused = False
         """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
         self._draining = asyncio.Event()
@@ -214,7 +216,7 @@ class Worker:
             state=state,
             sink=sink,
             # Exactly-once: the task manager holds the transaction lock while it commits.
-            commit=self._commit_transaction if self.exactly_once else self._commit,
+            commit=self._commit_transaction if self.exactly_once else partial(commit_revoked, self),
             transaction=self.transaction if self.exactly_once else None,
             kafka=self.kafka,
         )
@@ -271,13 +273,13 @@ class Worker:
         try:
             await until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
-            await self._commit(None)
+            await self._commit()
         except BaseException:
             failed = True  # then closing waits a few seconds at most, never for good
             # Nothing of the open transaction may be committed now; nor may offsets go to a
             # broker whose topics are gone (they would point into topics made anew).
-            self._commits_refused = watch.verdict is not None
-            if self.exactly_once or self._commits_refused:
+            self.commits_refused = watch.verdict is not None
+            if self.exactly_once or self.commits_refused:
                 await closed(manager.lose_all(), quickly=True)
             raise
         finally:
@@ -319,13 +321,13 @@ class Worker:
                 now = time.monotonic()
                 due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit
-                    await self._commit(None)
+                    await self._commit()
                     pacer.committed(time.monotonic())
                 elif committing is None or committing.done():
                     if committing is not None:
                         committing.result()  # a failed flush stops the worker: nothing is lost
                     if due:
-                        committing = asyncio.create_task(self._commit(None), name="commit")
+                        committing = asyncio.create_task(self._commit(), name="commit")
                         pacer.committed(now)
                     elif not self.exactly_once and pacer.flush_due(now, self.consumer):
                         committing = asyncio.create_task(self._flush(), name="state flush")
@@ -354,23 +356,23 @@ class Worker:
             await self.sink.drain()
         return processed
 
-    async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
-        """Commit the input offsets of `tasks` (None: every task) once everything their
-        processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
-        written. The offsets are taken first, so processing may go on while this waits."""
+    async def _commit(self) -> None:
+        """Commit the input offsets of every task once everything their processed records
+        caused is safe: outputs delivered, changelogs confirmed, checkpoints written. The
+        offsets are taken first, so processing may go on while this waits."""
         assert self.manager is not None and self.sink is not None
         if self.exactly_once:
             async with self.transaction:
                 await self._commit_transaction()
             return
         async with self._commit_lock:
-            if self._commits_refused:
+            if self.commits_refused:
                 return
-            offsets = self.manager.positions(tasks)
+            offsets = self.manager.positions()
             await self.sink.flush()
             await self.state.commit()
             self.global_tables.checkpoint()
-            if not offsets:
+            if not (offsets := self.manager.still_owned(offsets)):  # revocations commit theirs
                 return
             try:
                 await self.consumer.commit(offsets)
@@ -382,7 +384,7 @@ class Worker:
 
     async def _flush(self) -> None:
         async with self._commit_lock:  # between commits, on live traffic (pacing.py)
-            if not self._commits_refused:
+            if not self.commits_refused:
                 await self.state.flush()
 
     async def _commit_transaction(self, tasks: frozenset[TaskId] | None = None) -> None:

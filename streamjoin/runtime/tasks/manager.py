@@ -212,6 +212,12 @@ class TaskManager(RebalanceListener):
                 positions.update(active.running.positions())
         return positions
 
+    def still_owned(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """`offsets` without the partitions revoked since they were taken: their revocation
+        committed them itself, later (process/revocation_commit.py), and an older position
+        must not go over it."""
+        return {tp: offset for tp, offset in offsets.items() if tp in self._owned}
+
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
         """Per join: its counters and dead letters (those of the key_by tasks feeding it too),
         over every task this worker has run."""
