@@ -17,11 +17,12 @@ The runtime drives it:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
@@ -177,6 +178,21 @@ class StateManager:
             if task.phase is TaskPhase.STANDBY:
                 task.checkpoint()
 
+    def read_ends_ahead(self, task_ids: Iterable[str]) -> None:
+        """Start reading the changelog ends of these standbys now, for their promotion. Called
+        when a JoinGroup answers: every member has joined, so their previous owners have
+        confirmed every write and revoked them; the read then overlaps the leader's assignment
+        and the SyncGroup instead of following them (issue 40, item 2). Forgets the ends read
+        ahead at the previous join."""
+        standbys = [
+            t for i in task_ids if (t := self._tasks.get(i)) and t.phase is TaskPhase.STANDBY
+        ]
+        self.ends.read_ahead(
+            TopicPartition(task.local.topics[name], task.spec.partition)
+            for task in standbys
+            for name in task.stores
+        )
+
     @property
     def needs_flush(self) -> bool:
         """Unflushed writes exceed `max_pending_writes`: call `flush()` (or commit) soon."""
@@ -221,7 +237,7 @@ class StateManager:
                     progress_interval_s=self.config.progress_interval_s,
                     memory=self.memory,
                     lock=lock,
-                    ends=self.ends.ends,
+                    ends=self.ends.ends_ahead,
                 )
             except BaseException:
                 lock.release()

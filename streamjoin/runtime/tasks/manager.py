@@ -157,6 +157,10 @@ class TaskManager(RebalanceListener):
                 await self._drop(task_id, clean=clean)
         self._apply_pauses()
 
+    def on_joined(self) -> None:
+        """Their previous owners have revoked the tasks assigned here that wait: read ahead."""
+        self._state.read_ends_ahead(str(t) for t in self.roles.roles().active - self.active.keys())
+
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         if self._transaction is not None and self._tasks_reading(partitions):
             self.failure = self.failure or TasksLost(
