@@ -33,6 +33,7 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
+from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
@@ -62,12 +63,14 @@ async def commit_revoked(worker: RevokingWorker, tasks: frozenset[TaskId]) -> No
     if worker.commits_refused:
         return
     offsets = manager.positions(tasks)
-    await sink.flush()
-    await worker.state.commit([str(task) for task in tasks])
+    await waited(sink.flush(), "the outputs to be delivered")
+    await waited(
+        worker.state.commit([str(t) for t in tasks]), "the changelog writes and checkpoints"
+    )
     if not offsets:
         return
     try:
-        await worker.consumer.commit(offsets)
+        await waited(worker.consumer.commit(offsets), "the group coordinator")
     except CommitFailedError as exc:
         report_not_committed(exc, worker.watch)
         return

@@ -52,6 +52,7 @@ from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
 from streamjoin.runtime.process.revocation_commit import commit_revoked
+from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
@@ -357,9 +358,8 @@ class Worker:
         return processed
 
     async def _commit(self) -> None:
-        """Commit the input offsets of every task once everything their processed records
-        caused is safe: outputs delivered, changelogs confirmed, checkpoints written. The
-        offsets are taken first, so processing may go on while this waits."""
+        """Commit every task's input offsets (taken first: processing goes on meanwhile) once
+        all they caused is safe: outputs delivered, changelogs confirmed, checkpoints written."""
         assert self.manager is not None and self.sink is not None
         if self.exactly_once:
             async with self.transaction:
@@ -369,13 +369,13 @@ class Worker:
             if self.commits_refused:
                 return
             offsets = self.manager.positions()
-            await self.sink.flush()
-            await self.state.commit()
+            await waited(self.sink.flush(), "the outputs to be delivered")
+            await waited(self.state.commit(), "the changelog writes and checkpoints")
             self.global_tables.checkpoint()
             if not (offsets := self.manager.still_owned(offsets)):  # revocations commit theirs
                 return
             try:
-                await self.consumer.commit(offsets)
+                await waited(self.consumer.commit(offsets), "the group coordinator")
             except CommitFailedError as exc:
                 report_not_committed(exc, self.watch)
                 return
