@@ -18,9 +18,9 @@ makes committing them safe:
     -> their offsets committed.
 
 A periodic commit that took its positions before the revocation must then not commit the
-revoked partitions' older positions over these (`TaskManager.owned_positions`). Exactly-once never
-comes here: every task's output is in the one open transaction, committed as a whole
-(exactly_once.py).
+revoked partitions' older positions over these (`TaskManager.still_owned`). Both end in
+`commit_offsets`. Exactly-once never comes here: every task's output is in the one open
+transaction, committed as a whole (exactly_once.py).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.group.consumer import CooperativeConsumer
 from streamjoin.group.errors import CommitFailedError
 from streamjoin.runtime.output.producer_sink import ProducerSink
@@ -38,11 +39,11 @@ from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
 
-__all__ = ("commit_revoked",)
+__all__ = ("commit_offsets", "commit_revoked")
 
 
-class RevokingWorker(Protocol):
-    """What of the worker (worker.py) its revocations' commit uses."""
+class CommittingWorker(Protocol):
+    """What of the worker (worker.py) its commits use."""
 
     manager: TaskManager | None
     sink: ProducerSink | None
@@ -54,7 +55,7 @@ class RevokingWorker(Protocol):
     last_commit_ms: int | None
 
 
-async def commit_revoked(worker: RevokingWorker, tasks: frozenset[TaskId]) -> None:
+async def commit_revoked(worker: CommittingWorker, tasks: frozenset[TaskId]) -> None:
     """Commit the input offsets of the revoked `tasks` once their outputs and changelog writes
     are safe. Raises what the sink or the state raise (nothing is committed then); a refused
     commit is reported, as any."""
@@ -67,6 +68,12 @@ async def commit_revoked(worker: RevokingWorker, tasks: frozenset[TaskId]) -> No
     await waited(
         worker.state.commit([str(t) for t in tasks]), "the changelog writes and checkpoints"
     )
+    await commit_offsets(worker, offsets)
+
+
+async def commit_offsets(worker: CommittingWorker, offsets: dict[TopicPartition, int]) -> None:
+    """The last step of every commit (at-least-once): the input offsets, once all they cover is
+    safe; a refusal is reported (broker_watch.py), not raised."""
     if not offsets:
         return
     try:

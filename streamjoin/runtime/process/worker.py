@@ -29,13 +29,12 @@ from aiokafka import AIOKafkaProducer
 
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
-from streamjoin.group.errors import CommitFailedError
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
-from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
+from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
     WorkerContext,
@@ -51,7 +50,7 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
-from streamjoin.runtime.process.revocation_commit import commit_revoked
+from streamjoin.runtime.process.revocation_commit import commit_offsets, commit_revoked
 from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
@@ -372,15 +371,8 @@ class Worker:
             await waited(self.sink.flush(), "the outputs to be delivered")
             await waited(self.state.commit(), "the changelog writes and checkpoints")
             self.global_tables.checkpoint()
-            if not (offsets := self.manager.still_owned(offsets)):  # revocations commit theirs
-                return
-            try:
-                await waited(self.consumer.commit(offsets), "the group coordinator")
-            except CommitFailedError as exc:
-                report_not_committed(exc, self.watch)
-                return
-            self.last_commit_ms = int(time.time() * 1000)
-            self.purger.after_commit(offsets)
+            # Revoked since its positions were taken: the revocation committed them, later.
+            await commit_offsets(self, self.manager.still_owned(offsets))
 
     async def _flush(self) -> None:
         async with self._commit_lock:  # between commits, on live traffic (pacing.py)
