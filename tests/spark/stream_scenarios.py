@@ -12,7 +12,9 @@ own watermark):
   (`after + grace` for the left, `before + grace` for the right: compiler.py);
 - micro-batch k runs at watermark W(k): W(0) = 0; after each micro-batch, the least over the
   inputs that have had rows of (their largest event time - delay), if that is higher. Rows are
-  those that reach the join: after filter and key_by, with a value (keyless ones too);
+  those that reach the join: after filter and key_by, with a value, and with a key unless
+  their side's non-matches are emitted (pipeline.py's `admitted` leaves the others out before
+  the watermark: they neither count as late nor move it);
 - a row at t <= W(k) is dropped (counted in `numRowsDroppedByWatermark`). A kept row finds every
   kept partner (Spark evicts a row from state only once no kept row can match it), so the
   results are every window pair of kept rows (same key and partition, right.t in
@@ -265,7 +267,11 @@ def case_rows(
 
     lhs = [r for r in piped if r.topic == sources.get(spec.left.name, spec.left.name)]
     rhs = [r for r in piped if r.topic == sources.get(spec.right.name, spec.right.name)]
-    return _rows(lhs, left_row), _rows(rhs, right_row)
+    keyless = {"inner": (False, False), "left": (True, False), "outer": (True, True)}[case.how]
+    return tuple(  # type: ignore[return-value]
+        [row for row in _rows(records, stepped) if keep or row.key is not None]
+        for records, stepped, keep in zip((lhs, rhs), (left_row, right_row), keyless, strict=True)
+    )
 
 
 def watermarks(case: WindowedCase, sides: tuple[list[Row], list[Row]]) -> list[int]:
