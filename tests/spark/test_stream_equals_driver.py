@@ -14,20 +14,16 @@ its watermark, a micro-batch behind, passes them)."""
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from json_records import Record, driver_outputs, output, produce
+from json_records import driver_outputs, output, produce
 from pyspark.sql import SparkSession
 from stream_scenarios import (
     CASES,
-    IDS,
-    KEYS,
-    PARTITIONS,
     PER_BATCH,
     batches,
     build_app,
@@ -40,7 +36,6 @@ from stream_scenarios import (
     unexplained,
 )
 
-from streamjoin import App
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.spark.stream_run import batch_progress
@@ -121,79 +116,3 @@ def test_windowed_joins_equal_sparks_rules_and_differ_from_the_driver_only_by_th
     # The scenario has what the rules are about: rows Spark drops (some at exactly the
     # watermark, some keyless), pairs the workers miss.
     assert differences > 0 and {"at the watermark", "keyless"} <= features
-
-
-def _static_app(s: str) -> App:
-    """A stream-table join (plain table, inner) and a global-table join (left, by a field)."""
-    app = App(f"static-random-{s}")
-    stream = app.topic(f"ss-{s}", partitions=PARTITIONS)
-    users = app.table(f"st-{s}", partitions=PARTITIONS)
-    places = app.global_table(f"sg-{s}", partitions=1)
-    app.join(stream, users, how="inner", into=f"named-{s}", name="named")(IDS)
-    app.join(stream, places, key=lambda v: v["g"], how="left", into=f"placed-{s}", name="placed")(
-        IDS
-    )
-    return app
-
-
-def _static_records(seed: int, s: str) -> list[Record]:
-    """The tables' updates (repeated keys, tombstones), then stream records later than all of
-    them (the condition for the stream-static join to be exact), in any time order: keys with
-    a value, a tombstone, none, no key; places found, deleted, absent, not given."""
-    rng = random.Random(seed)
-    keys = [*KEYS[0], *KEYS[1]]
-    out: list[Record] = []
-    for n in range(12):
-        value = None if rng.random() < 0.25 else {"id": f"user{n}"}
-        out.append((f"st-{s}", rng.choice(keys[:3]), value, 1_000 + n))
-    for n in range(6):
-        value = None if rng.random() < 0.25 else {"id": f"place{n}"}
-        out.append((f"sg-{s}", rng.choice("xyz"), value, 2_000 + n))
-    for n in range(24):
-        key = rng.choice([*keys, None])
-        value = {"id": f"s{n}", "g": rng.choice(["x", "y", "z", "w", None])}
-        out.append((f"ss-{s}", key, value, 10_000 + rng.randrange(200)))
-    return out
-
-
-def _static_partition(record: Record) -> int:
-    return 0 if record[0].startswith("sg-") else partition_of(record)
-
-
-def test_stream_static_joins_equal_the_driver_on_a_random_scenario(
-    spark: SparkSession, broker: Broker, tmp_path: Path
-) -> None:
-    """No watermark in a stream-static join: every record meets the table as read at the start,
-    which is the workers' table when every record is later than its key's last update."""
-    s = uuid.uuid4().hex[:8]
-    app, records = _static_app(s), _static_records(SEED, s)
-    counts = {f"ss-{s}": PARTITIONS, f"st-{s}": PARTITIONS, f"sg-{s}": 1}
-    asyncio.run(ensure_topics(broker.bootstrap, [TopicSpec(t, n) for t, n in counts.items()]))
-    asyncio.run(produce(broker.bootstrap, records, _static_partition))
-    source = StreamSource(broker.bootstrap, official=False, max_records_per_batch=8)
-    queries = [
-        start_stream(
-            spark,
-            app,
-            spec,
-            source,
-            StreamTarget(str(tmp_path / f"{spec.name}.checkpoint"), str(tmp_path / spec.name)),
-            Trigger(available_now=True),
-        )
-        for spec in app.joins
-    ]
-    for query in queries:
-        query.awaitTermination()
-    expected = driver_outputs(app, records, _static_partition)
-    for spec in app.joins:
-        found = Counter(
-            output(
-                r["key"], r["value"], r["timestamp"], {h["key"]: h["value"] for h in r["headers"]}
-            )
-            for r in spark.read.parquet(str(tmp_path / spec.name)).collect()
-        )
-        assert found == expected[spec.name], (
-            spec.name,
-            found - expected[spec.name],
-            expected[spec.name] - found,
-        )
