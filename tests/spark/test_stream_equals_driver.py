@@ -43,7 +43,7 @@ from streamjoin.spark.streaming import StreamSource, StreamTarget, Trigger, star
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.timeout(600)]
 
-SEED = 20
+SEED = 10
 """A scenario with rows dropped at exactly the watermark, keyless rows dropped as late, and
 pairs the workers miss (checked below)."""
 
@@ -81,7 +81,6 @@ def test_windowed_joins_equal_sparks_rules_and_differ_from_the_driver_only_by_th
     driver = driver_outputs(
         app, [(r.topic, r.key, r.value, r.timestamp) for r in piped], partition_of, derived
     )
-    differences = 0
     features: set[str] = set()
     for case in CASES:
         sides = case_rows(case, app, piped, batch_of)
@@ -112,7 +111,7 @@ def test_windowed_joins_equal_sparks_rules_and_differ_from_the_driver_only_by_th
         assert {k: p.late_rows for k, p in progress.items() if p.late_rows} == late, case.how
         workers = driver[case.how]
         assert unexplained(case, sides, expected, workers) == [], case.how
-        differences += sum(((workers - found) + (found - workers)).values())
+        features |= {"missed" for o in found - workers if '"l": null' not in o[1] and o[4]}
     # The scenario has what the rules are about: rows Spark drops (some at exactly the
     # watermark, some keyless), pairs the workers miss.
-    assert differences > 0 and {"at the watermark", "keyless"} <= features
+    assert {"at the watermark", "keyless", "missed"} <= features
