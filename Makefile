@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-broker
 # What setup.py compiles with mypyc: changing one rebuilds (until then it runs as Python, slower).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o 'streamjoin/[a-z_/]*\.py')
 
-.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars kafka-streams-jars docker-e2e
+.PHONY: demo demo-shop test lint format bench clean kafka-jars spark-kafka-jars kafka-streams-jars kafka-streams-app docker-e2e
 
 # .venv/.installed-<extra>: streamjoin installed (editable) with that extra.
 $(VENV)/.installed-%: pyproject.toml setup.py constraints.txt $(COMPILED)
@@ -39,6 +39,11 @@ spark-kafka-jars: $(STAMP)
 # fetched once by Maven into ~/.cache/streamjoin/ for the differential join tests.
 kafka-streams-jars: $(STAMP)
 	@$(BIN)/python tests/differential/diff_kafka_streams.py
+
+# The Kafka Streams side of bench/vs_kafka_streams.py, built by Maven (bench/java/pom.xml) into
+# ~/.cache/streamjoin/ads-join-streams-VERSION/; Maven fetches its plugins once.
+kafka-streams-app: $(STAMP) kafka-jars
+	@$(BIN)/python bench/kafka_streams_app.py
 
 # Two pytest-xdist workers (CI has 2 cores): while one waits on brokers, workers and rebalances,
 # the other computes. Each takes a whole module at a time, the slow modules first (tests/conftest.py).

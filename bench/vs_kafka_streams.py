@@ -8,8 +8,8 @@ Contenders, each a process of its own with one processing thread:
                      item 5 (runtime/process/pacing.py), live traffic only: the change's baseline;
   kafka-streams    - the same join on Kafka Streams (bench/java/AdsJoinStreams.java: left join,
                      60 s window, grace 5 s, JSON values decoded into records; commit interval
-                     5 s as the worker's), built by bench/kafka_streams_app.py from the jars
-                     `make kafka-streams-jars` fetched with Maven.
+                     5 s as the worker's), built with Maven (bench/java/pom.xml) by
+                     `make kafka-streams-app`.
 
 Backlog: the demo's traffic (N impressions 10 ms apart, 30% clicked) produced in time order to
 one topic set per contender and round before anything is timed; each contender is timed from
@@ -61,7 +61,7 @@ from join_throughput import (
     topic_sets,
     worker_command,
 )
-from kafka_streams_app import compile_app, streams_command
+from kafka_streams_app import app_classpath, streams_command
 from live_latency import Live, run_live
 
 from streamjoin.broker import KafkaBroker
@@ -267,7 +267,7 @@ async def main(args: argparse.Namespace) -> None:
         KafkaBroker(partitions=args.partitions) as broker,
     ):
         work = Path(tmp)
-        classpath = compile_app(work / "classes")
+        classpath = app_classpath()
         print(f"{broker.name} on {broker.bootstrap}; cpus={os.cpu_count()}; {load()}")
         if not args.skip_backlog:
             await backlog(broker.bootstrap, args, work, classpath)

@@ -33,6 +33,7 @@ _QUIETED = (
     "streamjoin.group",
     "streamjoin.state",
     "streamjoin.runtime.output.producer_sink",
+    "streamjoin.runtime.process.slow_commit",
 )
 
 

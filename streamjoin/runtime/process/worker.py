@@ -50,6 +50,7 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
+from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
@@ -367,13 +368,13 @@ class Worker:
             if self._commits_refused:
                 return
             offsets = self.manager.positions(tasks)
-            await self.sink.flush()
-            await self.state.commit()
+            await waited(self.sink.flush(), "the outputs to be delivered")
+            await waited(self.state.commit(), "the changelog writes and checkpoints")
             self.global_tables.checkpoint()
             if not offsets:
                 return
             try:
-                await self.consumer.commit(offsets)
+                await waited(self.consumer.commit(offsets), "the group coordinator")
             except CommitFailedError as exc:
                 report_not_committed(exc, self.watch)
                 return

@@ -187,16 +187,18 @@ async def test_status_shows_a_learner_warming_up_the_follow_up_and_the_hand_off(
             assert max(lags) > 0 and lags[-1] == 0, f"the learner's lag fell: {lags}"
             assert lags == sorted(lags, reverse=True), f"and never rose: {lags}"
             learning, old = await the_learner(app.app_id, bs, new)
+            # The view refreshes every 0.5 s once started (seconds under load): seen, then on.
+            await harness.until(lambda: f"learner {new} lag" in view.text(), 60, "view: learner")
             # The check the catch-up trigger makes: the learner caught up, so it asks.
             third.worker.followup.check(time.monotonic(), time.time() * 1000)
             await handed_over(third, app.app_id, bs, learning, old, new)
+            moved = f"{learning} active {old} -> {new} (output paused"
+            await harness.until(lambda: moved in view.text(), 60, "view: the hand-off")
             await dashboard_metrics_exist(ports[2])
         finally:
             shown = await view.stop()
     print(shown[shown.rfind("group learn-") :])
-    assert f"learner {new} lag" in shown
     assert "follow-up" in shown
-    assert f"{learning} active {old} -> {new} (output paused" in shown
     assert "did not answer" not in shown
 
     # The silent group: the assignment from the group itself, and who did not answer.

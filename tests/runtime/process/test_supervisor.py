@@ -73,10 +73,11 @@ async def test_sigterm_stops_every_child_gracefully_and_exits_0(tmp_path: Path) 
     )
     supervisor = Supervisor([], 2, policy=FAST, command=graceful)
     running = asyncio.create_task(supervisor.run())
-    for _ in range(300):
+    for _ in range(1200):  # a SIGTERM before a child's handler is set would kill it
         if len(named(tmp_path, "ready-")) == 2:
             break
         await asyncio.sleep(0.1)
+    assert len(named(tmp_path, "ready-")) == 2, "the children did not start within 120 s"
     os.kill(os.getpid(), signal.SIGTERM)
     assert await asyncio.wait_for(running, 30) == 0
     pids = {c.process.pid for c in supervisor.children if c.process is not None}

@@ -1,0 +1,42 @@
+"""Saying so while a commit waits. A commit waits for the broker three times (the outputs'
+delivery, the changelog writes' confirmation, the group coordinator's answer); while it waits no
+input offset is committed, so a restart would repeat everything since, and a worker whose commit
+never returns looks healthy from outside. Each wait past `WARN_AFTER_S` is logged while it lasts,
+naming what the commit waits for (in a worker, broker_watch.OutageLogFilter lets the line through
+once a minute, and not while the broker is known to be down: its own line says that)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from typing import TypeVar
+
+__all__ = ("WARN_AFTER_S", "waited")
+
+logger = logging.getLogger(__name__)
+
+WARN_AFTER_S = 10.0
+
+T = TypeVar("T")
+
+
+async def waited(step: Awaitable[T], what: str, warn_after_s: float = WARN_AFTER_S) -> T:
+    """Await `step`, logging every `warn_after_s` it has not ended; cancelled with it."""
+    task = asyncio.ensure_future(step)
+    started = time.monotonic()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=warn_after_s)
+            if done:
+                return task.result()
+            logger.warning(
+                "the commit has waited %.0f s for %s; input offsets are not committed meanwhile "
+                "(a restart would repeat what was processed since): check the broker's health",
+                time.monotonic() - started,
+                what,
+            )
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
