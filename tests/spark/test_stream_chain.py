@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from json_records import Output, Record, driver_outputs, output, produce
+from json_records import Output, Record, driver_outputs, parquet_outputs, produce
 from pyspark.sql import SparkSession
 
 from streamjoin import App, JoinWindows
@@ -120,17 +120,7 @@ def _stream(spark: SparkSession, app: App, bootstrap: str, out: Path) -> Counter
     source = StreamSource(bootstrap, official=False, max_records_per_batch=6)
     query = start_stream(spark, app, spec, source, target, Trigger(available_now=True))
     query.awaitTermination()
-    derived = _derived(app)
-    return Counter(
-        output(
-            r["key"],
-            r["value"],
-            r["timestamp"],
-            {h["key"]: h["value"] for h in r["headers"]},
-            derived,
-        )
-        for r in spark.read.parquet(str(out / "parquet")).collect()
-    )
+    return parquet_outputs(spark, str(out / "parquet"), _derived(app))
 
 
 def test_chained_windowed_joins_equal_the_test_driver(

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from json_records import driver_outputs, output, produce
+from json_records import driver_outputs, parquet_outputs, produce
 from pyspark.sql import SparkSession
 from stream_scenarios import (
     CASES,
@@ -85,16 +85,7 @@ def test_windowed_joins_equal_sparks_rules_and_differ_from_the_driver_only_by_th
     for case in CASES:
         sides = case_rows(case, app, piped, batch_of)
         expected = spark_expected(case, sides)
-        found = Counter(
-            output(
-                r["key"],
-                r["value"],
-                r["timestamp"],
-                {h["key"]: h["value"] for h in r["headers"]},
-                derived,
-            )
-            for r in spark.read.parquet(str(tmp_path / case.how / "parquet")).collect()
-        )
+        found = parquet_outputs(spark, str(tmp_path / case.how / "parquet"), derived)
         assert found == expected.outputs, (
             case.how,
             found - expected.outputs,
