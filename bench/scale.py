@@ -11,19 +11,22 @@ Partitions per worker (--partitions 8,64; each count a topic set and app of its 
               roles, every 50 ms); the first worker's peak RSS.
 Window state (--state-gb 0.1,1; one partition, 100-byte values):
   restore     a window store's changelog of that size restored by StateManager, against an
-              aiokafka consumer reading the same changelog (bench/restore.py's), in turns;
+              aiokafka consumer reading the same changelog with the same fetch settings
+              (bench/restore.py's), --reads times each, in turns;
   restart     the ad join with that much state in its impressions store (written to its
               changelog as the store writes it, event times within its window): a worker
               started on an empty state dir (a new machine), then again on its own state dir
               (a restart); each time seconds from its start to the first joined output of a
               live trickle of pairs, and its RSS at that moment.
-Each figure is the median over --rounds with its range. On a shared 2-core machine (load average
-15-25) the defaults take about 20 minutes. 512 partitions (--partitions 8,64,512) did not finish
-there: the worker took 71-135 s to open 512 tasks' stores and was fenced by stalls of its event
-loop (docs/benchmarks.md); 10 GB of state (--state-gb 10) would take over an hour.
+Each figure is the median over --rounds (and --reads) with its range. On a shared 2-core
+machine (load average 15-25) the defaults take about 20 minutes; 512 partitions (--partitions
+8,64,512) add about 6 minutes (a worker's rebalance callback takes longer than the rebalance
+timeout to open 512 tasks' stores there: docs/benchmarks.md); 10 GB of state (--state-gb 10)
+would take over an hour.
 
     python bench/scale.py [--partitions 8,64] [--impressions 30000] [--state-gb 0.1,1]
-                          [--rounds 1] [--broker kafka|tansu] [--skip-partitions|--skip-state]
+                          [--rounds 1] [--reads 3] [--broker kafka|tansu]
+                          [--skip-partitions|--skip-state]
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ class PartitionRound:
 
 @dataclass
 class StateRound:
-    raw_rate: float
-    restore_rate: float
+    raw_rates: list[float]
+    restore_rates: list[float]
+    """Of --reads raw reads and restores of one changelog, in turns."""
     cold_first_output_s: float
     cold_rss: int
     warm_first_output_s: float
@@ -210,9 +214,14 @@ async def state_round(
         spec = StoreSpec.window(f"win-{uuid.uuid4().hex[:6]}", retention_ms=10**12)
         await ensure_changelogs(bootstrap, "bench", {spec: 1})
         await fill(producer, spec, records)
-        raw = await raw_read(bootstrap, changelog_topic("bench", spec.name), ReaderConfig())
-        restored = await restore(bootstrap, producer, spec, work / "restore-state")
-        assert raw.records == restored.records == records, (raw, restored)
+        raw_rates, restore_rates = [], []
+        for _ in range(args.reads):  # in turns, so that load from elsewhere hits both alike
+            raw = await raw_read(bootstrap, changelog_topic("bench", spec.name), ReaderConfig())
+            restored = await restore(bootstrap, producer, spec, work / "restore-state")
+            assert raw.records == restored.records == records, (raw, restored)
+            raw_rates.append(records / raw.seconds)
+            restore_rates.append(records / restored.seconds)
+            print(f"  {gb} GB: raw {raw_rates[-1]:,.0f}/s, restore {restore_rates[-1]:,.0f}/s")
         # The ad join with that state in its impressions' window store.
         prefix = f"scale-{uuid.uuid4().hex[:6]}-state"
         window = JoinWindows(
@@ -231,9 +240,7 @@ async def state_round(
     finally:
         await producer.stop()
     cold, warm = await first_outputs(bootstrap, prefix, work / prefix, args)
-    return StateRound(
-        records / raw.seconds, records / restored.seconds, cold[0], cold[1], warm[0], warm[1]
-    )
+    return StateRound(raw_rates, restore_rates, cold[0], cold[1], warm[0], warm[1])
 
 
 async def first_outputs(
@@ -282,14 +289,16 @@ async def until_first_output(
 
 def report_state(results: dict[float, list[StateRound]]) -> None:
     print(
-        f"\n{'state GB':>9}{'raw rec/s':>22}{'restore rec/s':>22}{'ratio':>16}"
+        f"\n{'state GB':>9}{'raw rec/s':>30}{'restore rec/s':>30}{'ratio':>16}"
         f"{'first output: new machine s':>29}{'RSS MiB':>9}{'restart s':>11}{'RSS MiB':>9}"
     )
     for gb, rounds in results.items():
-        ratios = [r.restore_rate / r.raw_rate for r in rounds]
+        raw = [rate for r in rounds for rate in r.raw_rates]
+        restored = [rate for r in rounds for rate in r.restore_rates]
+        ratios = [b / a for r in rounds for a, b in zip(r.raw_rates, r.restore_rates, strict=True)]
         print(
-            f"{gb:>9}{spread([r.raw_rate for r in rounds], digits=0):>22}"
-            f"{spread([r.restore_rate for r in rounds], digits=0):>22}"
+            f"{gb:>9}{spread(raw, digits=0):>30}"
+            f"{spread(restored, digits=0):>30}"
             f"{spread(ratios, '%', 100, 0):>16}"
             f"{spread([r.cold_first_output_s for r in rounds], digits=1):>29}"
             f"{spread([r.cold_rss for r in rounds], scale=1 / MIB, digits=0):>9}"
@@ -342,6 +351,9 @@ def arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument("--state-gb", default="0.1,1", help="window state sizes, in turn")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--reads", type=int, default=3, help="raw reads and restores per state size and round"
+    )
     parser.add_argument("--trickle", type=int, default=20, help="live pairs/s at restarts")
     parser.add_argument("--within", type=float, default=900.0, help="seconds any step may take")
     parser.add_argument("--skip-partitions", action="store_true")

@@ -132,13 +132,13 @@ _STALLED_S = 90
 def _workers(bootstrap: str, want: dict[str, int]) -> float:
     """Seconds from a worker's start to its last output: no output topic growing for 20 s once
     the joins' outputs are as many as `want`, else for 90 s."""
-    with tempfile.TemporaryDirectory() as state:
+    with tempfile.TemporaryDirectory() as state, (Path(state) / "worker.log").open("w+") as log:
         t0 = time.monotonic()
         worker = subprocess.Popen(
             [STREAMJOIN, "worker", "app:joins", "--bootstrap", bootstrap, "--state-dir", state],
             cwd=SHOP,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             last, counts, changed = -1, {}, time.monotonic()
@@ -157,11 +157,29 @@ def _workers(bootstrap: str, want: dict[str, int]) -> float:
         finally:
             worker.terminate()
             worker.wait(120)
+        log.seek(0)
+        _said(log.read())
     print(f"workers output {json.dumps(counts)}")
     short = {j: n - counts[OUTPUTS[j]] for j, n in want.items() if counts[OUTPUTS[j]] != n}
     if short:
         print(f"workers' counts differ from backfill's by {json.dumps(short)} (backfill - workers)")
     return changed - t0
+
+
+def _said(log: str) -> None:
+    """The worker's own account: its per-join summary (late and dead-lettered records
+    included), and its warnings, each kind once with how often."""
+    lines = log.splitlines()
+    for line in lines:
+        if re.search(r"INFO .*: join \w+: \d+ matched", line):
+            print(f"  worker: {line.split(': ', 1)[1]}")
+    warnings: dict[str, int] = {}
+    for line in lines:
+        if " WARNING " in line:
+            kind = re.sub(r"\d+", "N", line.split(" WARNING ", 1)[1])[:160]
+            warnings[kind] = warnings.get(kind, 0) + 1
+    for kind, times in sorted(warnings.items(), key=lambda item: -item[1]):
+        print(f"  worker warned {times}x: {kind}")
 
 
 def main() -> None:

@@ -54,6 +54,9 @@ class _FeedListener(RebalanceListener):
         if self._owner.auto_commit:
             await self._owner.commit_quietly(positions)
 
+    def on_joined(self) -> None:
+        self._app.on_joined()
+
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         self._owner.feed.remove(partitions, reassign=not self._owner.stopping)
         await self._app.on_lost(partitions)

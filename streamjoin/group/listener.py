@@ -23,6 +23,10 @@ class RebalanceListener:
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
         """Partitions given up cleanly; their offsets may still be committed."""
 
+    def on_joined(self) -> None:
+        """A JoinGroup answered: every member has joined this generation, so each has finished
+        revoking (`on_revoked`) what it gave up before. Not awaited: start work, don't do it."""
+
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         """Partitions lost (fenced, session expired, or EAGER selected after holding them
         cooperatively); commits are refused until the member has rejoined."""

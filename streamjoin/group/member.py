@@ -339,7 +339,7 @@ class GroupMember:
                 self.member_id = exc.member_id
                 continue
             self.member_id = joined.member_id
-            role = f"leader of {len(joined.members)}" if joined.is_leader else "follower"
+            self._ownership.joined()
             logger.info(
                 "group %s: member %s joined generation %d (%s; protocol %r, %s)",
                 self.group_id,
@@ -347,7 +347,7 @@ class GroupMember:
                 joined.generation,
                 reason,
                 joined.protocol_name,
-                role,
+                f"leader of {len(joined.members)}" if joined.is_leader else "follower",
             )
             return joined
 

@@ -53,6 +53,13 @@ class Ownership:
         self.partitions |= partitions
         await self._notify(self._listener.on_assigned, partitions)
 
+    def joined(self) -> None:
+        """A JoinGroup answered (`RebalanceListener.on_joined`)."""
+        try:
+            self._listener.on_joined()
+        except Exception:
+            logger.exception("group %s: rebalance listener on_joined failed", self.group_id)
+
     async def _notify(
         self, callback: Callable[[Partitions], Awaitable[None]], partitions: Partitions
     ) -> None:

@@ -59,13 +59,9 @@ def fetch_sizes(consumer: aiokafka.AIOKafkaConsumer) -> FetchSizes:
 
 
 def set_fetch_sizes(consumer: aiokafka.AIOKafkaConsumer, sizes: FetchSizes) -> None:
-    """Have the consumer's next fetch requests ask for `sizes` (`max_partition_fetch_bytes`,
-    `fetch_max_bytes`); a consumer not started yet takes them when it starts."""
+    """Have a started consumer's next fetch requests ask for `sizes`
+    (`max_partition_fetch_bytes`, `fetch_max_bytes`)."""
     fetcher = consumer._fetcher
-    if fetcher is None:
-        consumer._max_partition_fetch_bytes = sizes.partition_bytes
-        consumer._fetch_max_bytes = sizes.total_bytes
-        return
     fetcher._max_partition_fetch_bytes = sizes.partition_bytes
     fetcher._fetch_max_bytes = sizes.total_bytes
 

@@ -10,6 +10,9 @@ began: a task promoted from standby to active may trust it to cover every write 
 owner confirmed before giving the task up. The consumer stays connected between reads (from the
 first, or from when a standby opens): starting one (bootstrap, metadata) took most of a read's
 time, on the hand-off path of a moved task twice (the leader's assignment, then the promotion).
+The promotion's ends may also be read ahead, when the JoinGroup of its generation answers
+(`read_ahead`, `ends_ahead`): by then every member has joined, each after revoking what it gave
+up, so those ends cover its previous owner's writes too, and the read overlaps the SyncGroup.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class ChangelogEnds:
         self._connecting: asyncio.Task[Any] | None = None
         self._asked: list[tuple[frozenset[TopicPartition], asyncio.Future[Ends]]] = []
         self._serving: asyncio.Task[None] | None = None
+        self._ahead: tuple[frozenset[TopicPartition], asyncio.Future[Ends]] | None = None
         self._closed = False
 
     def prepare(self) -> None:
@@ -84,6 +88,25 @@ class ChangelogEnds:
         if self._serving is None:
             self._serving = asyncio.create_task(self._serve(), name="changelog ends: read")
         return await answer
+
+    def read_ahead(self, partitions: Iterable[TopicPartition]) -> None:
+        """Start reading these ends now, for `ends_ahead`; forgets the previous read ahead."""
+        wanted = frozenset(partitions)
+        self._ahead = None
+        if wanted and not self._closed:
+            read = asyncio.ensure_future(self.ends(wanted))
+            read.add_done_callback(_retrieve)  # its ends may never be asked for
+            self._ahead = (wanted, read)
+
+    async def ends_ahead(self, partitions: Iterable[TopicPartition]) -> Ends:
+        """The ends `read_ahead` read from its call on, if it covered `partitions` and
+        succeeded; else `ends(partitions)`, read from this call on."""
+        wanted, ahead = frozenset(partitions), self._ahead
+        if ahead is not None and wanted <= ahead[0]:
+            ends = (await asyncio.gather(asyncio.shield(ahead[1]), return_exceptions=True))[0]
+            if not isinstance(ends, BaseException):
+                return {tp: ends[tp] for tp in wanted}
+        return await self.ends(wanted)
 
     async def _serve(self) -> None:
         try:
@@ -158,6 +181,11 @@ class ChangelogEnds:
                 f"{missing}; is the broker reachable?"
             ) from exc
         return ends
+
+
+def _retrieve(read: asyncio.Future[Ends]) -> None:
+    if not read.cancelled():
+        read.exception()
 
 
 async def changelog_end_offset_sums(

@@ -17,11 +17,14 @@ The runtime drives it:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocksdict import Rdict
+
+from streamjoin.assignment.model import TopicPartition
 from streamjoin.kafka.connection import KafkaTarget
 from streamjoin.state.changelog_topics import ensure_changelogs, store_topic
 from streamjoin.state.checkpoint import CheckpointUnreadable, read_checkpoint
@@ -35,6 +38,7 @@ from streamjoin.state.reader import ChangelogReader, ReaderConfig
 from streamjoin.state.specs import TaskSpec
 from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_state import TaskState
+from streamjoin.state.task_stores import open_databases
 
 __all__ = ("StateConfig", "StateManager")
 
@@ -129,12 +133,13 @@ class StateManager:
         if task is not None:
             await task.close(clean=clean)
 
-    async def flush(self) -> None:
-        """Flush every running active (confirm changelog writes, apply them locally).
+    async def flush(self, task_ids: Collection[str] | None = None) -> None:
+        """Flush every running active (confirm changelog writes, apply them locally), or only
+        those of `task_ids`.
 
         Raises ChangelogWriteError if any failed; those tasks are SUSPENDED (see TaskState.flush).
         """
-        running = [task for task in self._tasks.values() if task.phase is TaskPhase.RUNNING]
+        running = [t for t in self._chosen(task_ids) if t.phase is TaskPhase.RUNNING]
         results = await asyncio.gather(*(task.flush() for task in running), return_exceptions=True)
         failures = [result for result in results if isinstance(result, BaseException)]
         if not failures:
@@ -143,15 +148,16 @@ class StateManager:
             raise failures[0]
         raise ChangelogWriteError("; ".join(str(failure) for failure in failures)) from failures[0]
 
-    async def commit(self) -> None:
+    async def commit(self, task_ids: Collection[str] | None = None) -> None:
         """The state part of the commit loop: flush, then write the checkpoints of open tasks
         (not of restoring ones: their unlogged bulk writes would cost a memtable flush each
-        time; they are checkpointed once running, or when suspended or closed).
+        time; they are checkpointed once running, or when suspended or closed). `task_ids`:
+        only these (a revocation commits the leaving tasks alone).
 
         Commit input offsets only after this returns; if it raises ChangelogWriteError, do not.
         """
-        await self.flush()
-        checkpointed = [t for t in self._tasks.values() if t.phase is not TaskPhase.RESTORING]
+        await self.flush(task_ids)
+        checkpointed = [t for t in self._chosen(task_ids) if t.phase is not TaskPhase.RESTORING]
         await asyncio.gather(*(task.checkpoint_off_loop() for task in checkpointed))
 
     async def prepare_commit(self) -> None:
@@ -174,6 +180,21 @@ class StateManager:
             task.complete_commit()
             if task.phase is TaskPhase.STANDBY:
                 task.checkpoint()
+
+    def read_ends_ahead(self, task_ids: Iterable[str]) -> None:
+        """Start reading the changelog ends of these standbys now, for their promotion. Called
+        when a JoinGroup answers: every member has joined, so their previous owners have
+        confirmed every write and revoked them; the read then overlaps the leader's assignment
+        and the SyncGroup instead of following them (issue 40, item 2). Forgets the ends read
+        ahead at the previous join."""
+        standbys = [
+            t for i in task_ids if (t := self._tasks.get(i)) and t.phase is TaskPhase.STANDBY
+        ]
+        self.ends.read_ahead(
+            TopicPartition(task.local.topics[name], task.spec.partition)
+            for task in standbys
+            for name in task.stores
+        )
 
     @property
     def needs_flush(self) -> bool:
@@ -208,7 +229,9 @@ class StateManager:
                 spec.task_id,
                 timeout_s=self.config.lock_timeout_s,
             )
+            opened: dict[str, Rdict] = {}
             try:
+                opened = await open_databases(spec, self.directory, self.memory)
                 task = TaskState(
                     spec,
                     app_id=self.app_id,
@@ -219,9 +242,12 @@ class StateManager:
                     progress_interval_s=self.config.progress_interval_s,
                     memory=self.memory,
                     lock=lock,
-                    ends=self.ends.ends,
+                    ends=self.ends.ends_ahead,
+                    opened=opened,
                 )
             except BaseException:
+                for db in opened.values():  # those TaskStores did not take
+                    db.close()
                 lock.release()
                 raise
             self._tasks[spec.task_id] = task
@@ -230,6 +256,11 @@ class StateManager:
             # of tasks at once misses its session timeout while opening them.
             await asyncio.sleep(0)
         return task
+
+    def _chosen(self, task_ids: Collection[str] | None) -> list[TaskState]:
+        if task_ids is None:
+            return list(self._tasks.values())
+        return [task for task_id in task_ids if (task := self._tasks.get(task_id)) is not None]
 
     def _get(self, task_id: str) -> TaskState:
         task = self._tasks.get(task_id)

@@ -13,15 +13,12 @@ import logging
 import time
 from typing import Any
 
+from rocksdict import Rdict
+
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import ChangelogWriteError, StateError
-from streamjoin.state.events import (
-    RestoreCompleted,
-    RestoreProgress,
-    RestoreStarted,
-    StateEvents,
-)
+from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvents
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM, ReadEnds, TaskPhase
@@ -56,9 +53,11 @@ class TaskState:
         memory: MemoryBudget,
         lock: TaskLock | None = None,
         ends: ReadEnds | None = None,
+        opened: dict[str, Rdict] | None = None,
     ) -> None:
         """`lock`: the task directory's lock, released once the stores are closed. `ends`:
-        reads changelog ends, to promote a standby in place (else it starts reading over)."""
+        reads changelog ends, to promote a standby in place (else it starts reading over).
+        `opened`: store name -> its database, opened ahead (TaskStores takes what it uses)."""
         self.spec = spec
         self.task_id = spec.task_id
         self.phase = TaskPhase.SUSPENDED
@@ -87,7 +86,7 @@ class TaskState:
         self._floors: dict[str, int] = {}
         """Those ends, by store: a high watermark seen in an older fetch response is not less."""
         self.local = TaskStores(
-            spec, app_id=app_id, directory=directory, events=events, memory=memory
+            spec, app_id=app_id, directory=directory, events=events, memory=memory, opened=opened
         )
 
     # -- stores -------------------------------------------------------------------------------

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -31,6 +33,8 @@ from streamjoin.group.errors import (
     MemberIdRequired,
     RebalanceInProgress,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cooperative_group.py
 
 T = TypeVar("T")
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from pyspark.sql import SparkSession
 
 from streamjoin import App
 from streamjoin.runtime.tasks.output_writer import LEFT_SOURCE_HEADER, RIGHT_SOURCE_HEADER
@@ -59,6 +60,22 @@ def output(
 
     normal = json.dumps(json.loads(text), sort_keys=True)
     return (key, normal, ts, source(LEFT_SOURCE_HEADER), source(RIGHT_SOURCE_HEADER))
+
+
+def parquet_outputs(
+    spark: SparkSession, path: str, derived: frozenset[str] = frozenset()
+) -> Counter[Output]:
+    """The records a query wrote as Parquet at `path` (backfill's layout)."""
+    return Counter(
+        output(
+            r["key"],
+            r["value"],
+            r["timestamp"],
+            {h["key"]: h["value"] for h in r["headers"]},
+            derived,
+        )
+        for r in spark.read.parquet(path).collect()
+    )
 
 
 def driver_outputs(

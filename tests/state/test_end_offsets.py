@@ -56,3 +56,35 @@ async def test_one_reader_of_ends_sees_what_was_written_between_its_reads(
         await reader.close()
     with pytest.raises(StateError, match="closed"):
         await reader.sums(app, tasks)
+
+
+async def test_ends_read_ahead_answer_a_later_ask_only_for_what_they_covered(
+    broker: Broker, producer: Any, unique: str
+) -> None:
+    """A promotion takes the ends read when its generation's JoinGroup answered (its previous
+    owner had confirmed every write by then), not older ones, nor ends never read ahead."""
+    app = f"ends-ahead-{unique}"
+    await ensure_changelogs(broker.bootstrap, app, {StoreSpec.kv("kv"): 2})
+    ahead, other = (TopicPartition(changelog_topic(app, "kv"), p) for p in range(2))
+    writer = ChangelogWriter(producer, ahead.topic, ahead.partition)
+
+    async def write(count: int) -> None:
+        for i in range(count):
+            writer.append(b"key-%d" % i, b"value")
+        await writer.wait_confirmed(writer.seal())
+
+    reader = ChangelogEnds(broker.bootstrap)
+    try:
+        await write(5)
+        reader.read_ahead([ahead])
+        assert await reader.ends_ahead([ahead]) == {ahead: 5}
+        await write(3)  # after the read ahead: a later join's read would see it
+        assert await reader.ends_ahead([ahead]) == {ahead: 5}
+        assert await reader.ends_ahead([ahead, other]) == {ahead: 8, other: 0}
+        reader.read_ahead([])  # the next join, with nothing to read ahead
+        assert await reader.ends_ahead([ahead]) == {ahead: 8}
+        reader.read_ahead([other])
+        await write(2)
+        assert await reader.ends_ahead([ahead]) == {ahead: 10}  # not read ahead: read now
+    finally:
+        await reader.close()

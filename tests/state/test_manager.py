@@ -397,3 +397,28 @@ async def test_opening_tasks_one_after_another_lets_the_event_loop_run_between_t
     finally:
         counter.cancel()
     assert seen[0] < seen[1] < seen[2], seen
+
+
+async def test_the_event_loop_runs_while_a_task_s_stores_open(
+    producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    """RocksDB's open (files created and synced) runs on threads: the loop keeps turning
+    while it is under way, not only between one task's opens and the next (a worker given 512
+    tasks stalled its loop 1-1.5 s at a time and overran the rebalance timeout opening them)."""
+    manager = await managers(producer, app_id=f"opening-{unique}")
+    await manager.open_active(TaskSpec("0_0", 0, 2, STORES))  # creates the changelogs first
+    spec = TaskSpec("0_1", 1, 2, STORES)
+    locks = [manager.directory.store_dir(spec.task_id, s.name) / "LOCK" for s in STORES]
+    seen_opening = False
+
+    async def watch() -> None:
+        nonlocal seen_opening
+        while manager.task(spec.task_id) is None:
+            # A store's database is open (its LOCK file exists) but the task is not yet.
+            seen_opening = seen_opening or any(lock.exists() for lock in locks)
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    await manager.open_active(spec)
+    await watcher
+    assert seen_opening

@@ -48,6 +48,9 @@ class ProducerSink:
         self.watcher: DeliveryWatcher | None = None
         self._queued: list[OutgoingRecord] = []
         self._in_flight: list[asyncio.Future[Any]] = []
+        """Deliveries sent since the last flush began."""
+        self._confirming: list[asyncio.Future[None]] = []
+        """The waits of flushes for their deliveries, until done (`_confirm`)."""
         self._partition_counts: dict[str, int] = {}
         self._failed: BaseException | None = None
         """The first delivery that failed: once set, no flush succeeds again."""
@@ -84,20 +87,21 @@ class ProducerSink:
         """Everything sent before this call is acknowledged by the broker, or DeliveryError.
 
         Records sent while it waits are left to the next flush, so the worker can go on
-        processing during a commit. Once a delivery has failed every flush raises, the later
-        ones too: the record is gone, and no input offset may be committed past it (a
+        processing during a commit. Flushes may overlap (a revocation's commit does not wait
+        for the periodic one): each waits for every delivery sent before it was called, those
+        an earlier flush is waiting for too. Once a delivery has failed every flush raises, the
+        later ones too: the record is gone, and no input offset may be committed past it (a
         revocation's commit or the final one, after the periodic commit saw the failure).
         """
         await self.drain()
         in_flight, self._in_flight = self._in_flight, []
-        if self._failed is None:
-            for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
-                if isinstance(outcome, BaseException):
-                    self._failed = outcome
-                    break
-        else:  # reported already: these outcomes change nothing (nor go unretrieved)
-            for delivery in in_flight:
-                delivery.add_done_callback(_retrieve)
+        if in_flight:
+            self._confirming.append(asyncio.ensure_future(self._confirm(in_flight)))
+        confirming = self._confirming
+        if confirming:
+            # Shielded: a flush cancelled (its worker stopping) leaves the others their wait.
+            await asyncio.shield(asyncio.gather(*confirming))
+            self._confirming = [c for c in self._confirming if not c.done()]
         if self._failed is not None:
             failed = self._failed
             raise DeliveryError(
@@ -105,6 +109,17 @@ class ProducerSink:
                 f"{in_words(failed)}); nothing is committed past it: its input is processed "
                 "again from the last commit"
             ) from failed
+
+    async def _confirm(self, in_flight: list[asyncio.Future[Any]]) -> None:
+        """Wait for these deliveries; keep the first failure."""
+        if self._failed is None:
+            for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    self._failed = self._failed or outcome
+                    break
+        else:  # reported already: these outcomes change nothing (nor go unretrieved)
+            for delivery in in_flight:
+                delivery.add_done_callback(_retrieve)
 
     @staticmethod
     def _append(batch: Any, r: OutgoingRecord) -> Any:

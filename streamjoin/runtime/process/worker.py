@@ -23,19 +23,19 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
 from streamjoin.dsl.app import App
 from streamjoin.dsl.topology import Topology
-from streamjoin.group.errors import CommitFailedError
 from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.metrics import MetricsRegistry
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
 from streamjoin.runtime.process import gc_tuning
-from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
+from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
     WorkerContext,
@@ -50,6 +50,7 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
+from streamjoin.runtime.process.revocation_commit import commit_offsets, commit_revoked
 from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
@@ -91,7 +92,7 @@ class Worker:
         """Exactly-once: held while tasks process and while a transaction commits."""
         self._txn: TransactionState | None = None
         self._commit_lock = asyncio.Lock()
-        self._commits_refused = False
+        self.commits_refused = False
         """Set when the worker fails on what the broker watch found: no more offsets go out."""
         self._stopping = asyncio.Event()
         self._draining = asyncio.Event()
@@ -215,7 +216,7 @@ class Worker:
             state=state,
             sink=sink,
             # Exactly-once: the task manager holds the transaction lock while it commits.
-            commit=self._commit_transaction if self.exactly_once else self._commit,
+            commit=self._commit_transaction if self.exactly_once else partial(commit_revoked, self),
             transaction=self.transaction if self.exactly_once else None,
             kafka=self.kafka,
         )
@@ -272,13 +273,13 @@ class Worker:
         try:
             await until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
-            await self._commit(None)
+            await self._commit()
         except BaseException:
             failed = True  # then closing waits a few seconds at most, never for good
             # Nothing of the open transaction may be committed now; nor may offsets go to a
             # broker whose topics are gone (they would point into topics made anew).
-            self._commits_refused = watch.verdict is not None
-            if self.exactly_once or self._commits_refused:
+            self.commits_refused = watch.verdict is not None
+            if self.exactly_once or self.commits_refused:
                 await closed(manager.lose_all(), quickly=True)
             raise
         finally:
@@ -321,13 +322,13 @@ class Worker:
                 gc_tuning.reclaim_frozen_garbage(now)
                 due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit
-                    await self._commit(None)
+                    await self._commit()
                     pacer.committed(time.monotonic())
                 elif committing is None or committing.done():
                     if committing is not None:
                         committing.result()  # a failed flush stops the worker: nothing is lost
                     if due:
-                        committing = asyncio.create_task(self._commit(None), name="commit")
+                        committing = asyncio.create_task(self._commit(), name="commit")
                         pacer.committed(now)
                     elif not self.exactly_once and pacer.flush_due(now, self.consumer):
                         committing = asyncio.create_task(self._flush(), name="state flush")
@@ -356,35 +357,27 @@ class Worker:
             await self.sink.drain()
         return processed
 
-    async def _commit(self, tasks: frozenset[TaskId] | None) -> None:
-        """Commit the input offsets of `tasks` (None: every task) once everything their
-        processed records caused is safe: outputs delivered, changelogs confirmed, checkpoints
-        written. The offsets are taken first, so processing may go on while this waits."""
+    async def _commit(self) -> None:
+        """Commit every task's input offsets (taken first: processing goes on meanwhile) once
+        all they caused is safe: outputs delivered, changelogs confirmed, checkpoints written."""
         assert self.manager is not None and self.sink is not None
         if self.exactly_once:
             async with self.transaction:
                 await self._commit_transaction()
             return
         async with self._commit_lock:
-            if self._commits_refused:
+            if self.commits_refused:
                 return
-            offsets = self.manager.positions(tasks)
+            offsets = self.manager.positions()
             await waited(self.sink.flush(), "the outputs to be delivered")
             await waited(self.state.commit(), "the changelog writes and checkpoints")
             self.global_tables.checkpoint()
-            if not offsets:
-                return
-            try:
-                await waited(self.consumer.commit(offsets), "the group coordinator")
-            except CommitFailedError as exc:
-                report_not_committed(exc, self.watch)
-                return
-            self.last_commit_ms = int(time.time() * 1000)
-            self.purger.after_commit(offsets)
+            # Revoked since its positions were taken: the revocation committed them, later.
+            await commit_offsets(self, self.manager.still_owned(offsets))
 
     async def _flush(self) -> None:
         async with self._commit_lock:  # between commits, on live traffic (pacing.py)
-            if not self._commits_refused:
+            if not self.commits_refused:
                 await self.state.flush()
 
     async def _commit_transaction(self, tasks: frozenset[TaskId] | None = None) -> None:

@@ -157,6 +157,10 @@ class TaskManager(RebalanceListener):
                 await self._drop(task_id, clean=clean)
         self._apply_pauses()
 
+    def on_joined(self) -> None:
+        """Their previous owners have revoked the tasks assigned here that wait: read ahead."""
+        self._state.read_ends_ahead(str(t) for t in self.roles.roles().active - self.active.keys())
+
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         if self._transaction is not None and self._tasks_reading(partitions):
             self.failure = self.failure or TasksLost(
@@ -211,6 +215,12 @@ class TaskManager(RebalanceListener):
             if active is not None and active.running is not None:
                 positions.update(active.running.positions())
         return positions
+
+    def still_owned(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """`offsets` without the partitions revoked since they were taken: their revocation
+        committed them itself, later (process/revocation_commit.py), and an older position
+        must not go over it."""
+        return {tp: offset for tp, offset in offsets.items() if tp in self._owned}
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
         """Per join: its counters and dead letters (those of the key_by tasks feeding it too),

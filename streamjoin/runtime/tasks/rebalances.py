@@ -148,6 +148,9 @@ class RebalanceRecorder(RebalanceListener):
         await self.manager.on_revoked(partitions)
         self._revoked = self._revoked or bool(partitions)
 
+    def on_joined(self) -> None:
+        self.manager.on_joined()
+
     async def on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         await self.manager.on_lost(partitions)
         self._asked.add(RebalanceReason.REJOINED)

@@ -25,6 +25,7 @@ from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import StoreNotWritableError
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
+from streamjoin.state.stores.bulk_load import BulkLoad
 from streamjoin.state.stores.rocks import open_rocksdb
 
 __all__ = ("LocalStore",)
@@ -37,11 +38,15 @@ class LocalStore(ABC):
     """One store of one task, backed by its own RocksDB directory, within the worker's memory
     budget (shared block cache and write buffers; a window store's newest records)."""
 
-    def __init__(self, spec: StoreSpec, path: Path, memory: MemoryBudget) -> None:
+    def __init__(
+        self, spec: StoreSpec, path: Path, memory: MemoryBudget, db: Rdict | None = None
+    ) -> None:
+        """`db`: the database at `path`, if opened already (with `memory`'s options)."""
         self.spec = spec
         self.path = path
         self.memory = memory
-        self._db: Rdict = open_rocksdb(path, memory.options(spec.name))
+        self._db: Rdict = open_rocksdb(path, memory.options(spec.name)) if db is None else db
+        self._bulk = BulkLoad(self._db, path)
         memory.store_opened(self)
         self._closed = False
         self._writer: ChangelogWriter | None = None
@@ -118,8 +123,10 @@ class LocalStore(ABC):
 
     def _write(self, batch: WriteBatch, *, logged: bool = True) -> None:
         if logged:
+            self._bulk.end()  # a standby's or running task's writes: compact as usual
             self._db.write(batch)
         else:
+            self._bulk.begin()
             self._db.write(batch, _UNLOGGED)
             self._unlogged = True
         self.memory.relieve_write_buffers()
@@ -147,6 +154,8 @@ class LocalStore(ABC):
             self._unlogged = False
         else:
             self._db.flush_wal(True)
+        self._bulk.end()  # a restoring task suspended or closed: compact what it wrote
+        self._bulk.settle()
 
     def flush_memtables(self) -> None:
         """Write the memtables to disk and wait: the budget's back-pressure (memory.py)."""
@@ -154,7 +163,9 @@ class LocalStore(ABC):
             self._db.flush()
 
     def flush_in_background(self) -> None:
-        """Start writing unlogged data to disk on RocksDB's own threads, so `sync` is quick."""
+        """Start writing unlogged data to disk on RocksDB's own threads, so `sync` is quick
+        (a restore ended: its pile of level-0 files compacts meanwhile)."""
+        self._bulk.end()
         if self._unlogged:
             self._db.flush(False)
 
@@ -164,6 +175,7 @@ class LocalStore(ABC):
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = open_rocksdb(self.path, self.memory.options(self.name))
+        self._bulk = BulkLoad(self._db, self.path)
         self._unlogged = False
         self._load()
 

@@ -58,6 +58,56 @@ async def test_a_failed_delivery_raises_delivery_error() -> None:
         await sink.flush()
 
 
+class HeldProducer(FailingProducer):
+    """Accepts batches; their deliveries wait until `acknowledge`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deliveries: list[asyncio.Future[Any]] = []
+
+    async def send_batch(self, batch: AcceptingBatch, topic: str, *, partition: int) -> Any:
+        self.batches.append((topic, partition))
+        self.deliveries.append(asyncio.get_running_loop().create_future())
+        return self.deliveries[-1]
+
+    def acknowledge(self) -> None:
+        for delivery in self.deliveries:
+            if not delivery.done():
+                delivery.set_result(None)
+
+
+async def test_an_overlapping_flush_waits_for_what_an_earlier_flush_waits_for() -> None:
+    """A revocation's commit flushes while the periodic commit's flush waits: it must not
+    return before the outputs sent before it are acknowledged, the earlier flush's too."""
+    producer = HeldProducer()
+    sink = ProducerSink(producer)
+    sink.send(OutgoingRecord("out", b"k", b"v", 1, [], partition=1))
+    periodic = asyncio.create_task(sink.flush())
+    await asyncio.sleep(0)  # it took the delivery in flight and waits for it
+    assert producer.batches == [("out", 1)]
+    revocation = asyncio.create_task(sink.flush())
+    for _ in range(20):  # turns of the loop enough for a flush with nothing to wait for
+        await asyncio.sleep(0)
+    assert not revocation.done(), "a flush returned before an output sent before it was acked"
+    producer.acknowledge()
+    await asyncio.wait_for(asyncio.gather(periodic, revocation), 30)
+
+
+async def test_a_cancelled_flush_leaves_an_overlapping_flush_its_wait() -> None:
+    producer = HeldProducer()
+    sink = ProducerSink(producer)
+    sink.send(OutgoingRecord("out", b"k", b"v", 1, [], partition=0))
+    first = asyncio.create_task(sink.flush())
+    await asyncio.sleep(0)
+    second = asyncio.create_task(sink.flush())
+    await asyncio.sleep(0)
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    assert not second.done()
+    producer.acknowledge()
+    await asyncio.wait_for(second, 30)
+
+
 @pytest.mark.broker
 async def test_records_reach_the_partition_send_would_choose_in_order(
     broker: Broker, unique: str
