@@ -209,12 +209,8 @@ class TaskManager(RebalanceListener):
         """Offsets to commit: the position of each input partition a running task has started
         on (one task reads a partition: those sharing a topic are one sub-topology)."""
         chosen = self.active.keys() if task_ids is None else task_ids
-        positions: dict[TopicPartition, int] = {}
-        for task_id in chosen:
-            active = self.active.get(task_id)
-            if active is not None and active.running is not None:
-                positions.update(active.running.positions())
-        return positions
+        running = (self.active[t].running for t in chosen if t in self.active)
+        return {tp: at for r in running if r is not None for tp, at in r.positions().items()}
 
     def still_owned(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """`offsets` without the partitions revoked since they were taken: their revocation
@@ -369,7 +365,9 @@ class TaskManager(RebalanceListener):
             self.failure = self.failure or opening.exception()
 
     async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
-        active = self.active.pop(task_id)
+        active = self.active.pop(task_id, None)
+        if active is None:  # dropped meanwhile: lose_all beside the group's on_lost, say
+            return
         for task in active.running.members if active.running is not None else ():
             if isinstance(task, JoinTask):
                 self.retired[task.spec.name].add(task.processor.counters)

@@ -5,60 +5,17 @@ callback); a task given a role again before that stays open."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import pytest
-from aiokafka import AIOKafkaProducer
+from task_state_fixtures import Told, topology
 
-from streamjoin import App, JoinWindows
-from streamjoin.broker import Broker
 from streamjoin.runtime.tasks.roles import Roles
 from streamjoin.runtime.tasks.standbys import Standbys
-from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
+from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
 
 pytestmark = pytest.mark.broker
 
 TASK = TaskId("attribute", 0)
-
-
-@dataclass
-class Told:
-    """What the last assignment gave this worker (the roles' side the standbys read)."""
-
-    told: Roles = field(default_factory=Roles)
-    standby: set[TaskId] = field(default_factory=set)
-
-    def roles(self) -> Roles:
-        return self.told
-
-
-@pytest.fixture
-async def state(broker: Broker, unique: str, tmp_path: Path) -> AsyncIterator[StateManager]:
-    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
-    await producer.start()
-    app_id = f"standbys-{unique}"
-    manager = StateManager(
-        state_dir=tmp_path, app_id=app_id, bootstrap=broker.bootstrap, producer=producer
-    )
-    await manager.start()
-    yield manager
-    await manager.close()
-    await producer.stop()
-
-
-def topology(unique: str) -> AppTopology:
-    app = App(f"standbys-{unique}")
-
-    window = JoinWindows(before=0, after=1_000)
-
-    @app.join(app.topic("imp"), app.topic("clk"), window=window, into="out")
-    def attribute(left: object, right: object) -> object:
-        return left
-
-    return AppTopology(app, {"attribute": 2})
 
 
 async def test_a_task_without_a_role_closes_after_the_callback_returned(
