@@ -29,6 +29,7 @@ from pathlib import Path
 
 import join_throughput
 import scale_out
+from contenders import median_round
 
 from streamjoin.broker import BROKER_KINDS, local_broker
 
@@ -60,8 +61,8 @@ async def measure(
         throughput = Path(work) / "throughput"
         throughput.mkdir()
         runs = await join_throughput.run(broker.bootstrap, tput_args, throughput)
-        figures.worker_rate = join_throughput.median_round(runs["worker"]).rate
-        figures.pipe_rate = join_throughput.median_round(runs["pipe"]).rate
+        figures.worker_rate = median_round(runs["worker"]).rate
+        figures.pipe_rate = median_round(runs["pipe"]).rate
         return figures
 
 

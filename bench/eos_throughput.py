@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ads_join import Click, Impression, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from join_throughput import HERE, SETTLE_S, Outcome, timed_process, topic_sets
+from contenders import HERE, SETTLE_S, Outcome, timed_process, topic_sets
 from runner_process import terminate
 
 from streamjoin.broker import KafkaBroker

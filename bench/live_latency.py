@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ads_join import topic_names
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from join_throughput import HERE, peak_rss
+from contenders import HERE, peak_rss
 from runner_process import terminate
 
 from streamjoin.kafka.topics import TopicSpec, ensure_topics

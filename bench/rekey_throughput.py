@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 
 from ads_join import Click, generate_traffic, topic_names
-from join_throughput import SETTLE_S, Outcome, timed_process, worker_command
+from contenders import SETTLE_S, Outcome, timed_process, worker_command
 from produce import produce_all
 
 from streamjoin.broker import EmbeddedBroker

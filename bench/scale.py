@@ -47,7 +47,7 @@ from typing import TypeVar, cast
 
 from ads_join import AD_WINDOW, make_app, topic_names
 from aiokafka import AIOKafkaProducer
-from join_throughput import pipe, produce, timed_process, worker_command
+from contenders import pipe, produce, timed_process, worker_command
 from restore import KEYS, VALUE, fill, raw_read, restore
 from runner_process import RunnerProcess, settled, until
 from scale_out_traffic import LOAD_START_MS, Arrivals, produce_load

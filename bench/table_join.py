@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ads_join import topic_names
-from join_throughput import SETTLE_S, TIMEOUT_S, Outcome, pipe
+from contenders import SETTLE_S, TIMEOUT_S, Outcome, pipe
 from produce import produce_all
 
 from streamjoin import App

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from ads_join import topic_names
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from join_throughput import (
+from contenders import (
     SETTLE_S,
     Outcome,
     cpu_per_record,
