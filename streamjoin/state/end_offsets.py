@@ -18,6 +18,7 @@ up, so those ends cover its previous owner's writes too, and the read overlaps t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -68,6 +69,7 @@ class ChangelogEnds:
         if self._serving is not None:
             await asyncio.gather(self._serving, return_exceptions=True)
         if self._connecting is not None:
+            self._connecting.cancel()  # a start still waiting for the broker ends here
             connected: Any = (await asyncio.gather(self._connecting, return_exceptions=True))[0]
             if not isinstance(connected, BaseException):
                 await connected.stop()
@@ -134,20 +136,33 @@ class ChangelogEnds:
             fetch_max_wait_ms=10,
             isolation_level=self._isolation_level,
         )
-        await consumer.start()
-        await asyncio.sleep(0)  # aiokafka's stop() raises if called before its routines ran
+        try:
+            await consumer.start()
+            await asyncio.sleep(0)  # aiokafka's stop() raises if called before its routines ran
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+            raise
         return consumer
 
     async def _read_afresh(self, wanted: list[TopicPartition]) -> Ends:
         self.prepare()
         assert self._connecting is not None
-        consumer = await asyncio.shield(self._connecting)
-        consumer.assign(wanted)  # afresh: no watermark of an earlier read survives
+        consumer: Any = None
         try:
-            await consumer.seek_to_end(*wanted)
+            async with asyncio.timeout(self._timeout_s):  # the leader's assignment waits for it
+                consumer = await asyncio.shield(self._connecting)
+                consumer.assign(wanted)  # afresh: no watermark of an earlier read survives
+                await consumer.seek_to_end(*wanted)
             return await self._read(consumer, wanted)
+        except TimeoutError as exc:
+            raise StateError(
+                f"no answer within {self._timeout_s:.0f}s to the start of a read of the ends of "
+                f"{len(wanted)} changelog partitions; is the broker reachable?"
+            ) from exc
         finally:
-            consumer.pause(*wanted)  # no fetching between reads
+            if consumer is not None:
+                consumer.pause(*wanted)  # no fetching between reads
 
     async def sums(self, app_id: str, tasks: Iterable[TaskSpec]) -> dict[str, int]:
         """Task id -> sum of the end offsets of its stores' changelog partitions."""

@@ -88,3 +88,17 @@ async def test_ends_read_ahead_answer_a_later_ask_only_for_what_they_covered(
         assert await reader.ends_ahead([ahead]) == {ahead: 10}  # not read ahead: read now
     finally:
         await reader.close()
+
+
+async def test_a_read_of_ends_from_a_broker_that_never_answers_fails_within_its_timeout() -> None:
+    """The leader's assignment waits for these reads: a broker that takes the connection and
+    never answers gives an error in the reader's time, not a wait as long as the client's."""
+    silent = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    ends = ChangelogEnds(f"127.0.0.1:{port}", timeout_s=1.0)
+    try:
+        async with silent:
+            with pytest.raises(StateError, match="no answer within 1s to the start of a read"):
+                await asyncio.wait_for(ends.ends([TopicPartition("changelog", 0)]), 20)
+    finally:
+        await ends.close()

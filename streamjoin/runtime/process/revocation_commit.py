@@ -34,7 +34,7 @@ from streamjoin.group.errors import CommitFailedError
 from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.process.broker_watch import BrokerWatch, report_not_committed
-from streamjoin.runtime.process.slow_commit import waited
+from streamjoin.runtime.process.slow_commit import said_while_uncommitted, waited
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
@@ -80,6 +80,8 @@ async def commit_offsets(worker: CommittingWorker, offsets: dict[TopicPartition,
         await waited(worker.consumer.commit(offsets), "the group coordinator")
     except CommitFailedError as exc:
         report_not_committed(exc, worker.watch)
+        if exc.retriable:
+            said_while_uncommitted(worker.last_commit_ms, exc, time.time() * 1000)
         return
     worker.last_commit_ms = int(time.time() * 1000)
     worker.purger.after_commit(offsets)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import pty
 import re
@@ -144,8 +145,13 @@ class TerminalView:
 
 
 async def test_status_shows_a_learner_warming_up_the_follow_up_and_the_hand_off(
-    kafka_broker: Broker, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kafka_broker: Broker,
+    unique: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="streamjoin")  # the workers' account, if it fails
     bs = kafka_broker.bootstrap
     # A group whose one worker advertises an endpoint nobody answers at: started first, read last.
     silent = Workers(bs, f"{unique}-silent", tmp_path, app="learn_app:joins")

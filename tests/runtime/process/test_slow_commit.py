@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from streamjoin.runtime.process.slow_commit import waited
+from streamjoin.runtime.process.slow_commit import said_while_uncommitted, waited
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -68,3 +68,17 @@ async def test_a_failing_step_raises_its_own_error() -> None:
 
     with pytest.raises(RuntimeError, match="refused"):
         await waited(refused(), "the group coordinator", 5)
+
+
+def test_refused_commits_are_said_once_offsets_went_uncommitted_too_long(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    refused = RuntimeError("REBALANCE_IN_PROGRESS")
+    said_while_uncommitted(100_000, refused, 100_000 + 29_000)  # the next commit may go through
+    said_while_uncommitted(None, refused, 200_000)  # none went through yet: no measure
+    assert _warnings(caplog) == []
+    said_while_uncommitted(100_000, refused, 100_000 + 31_000)
+    [said] = _warnings(caplog)
+    assert said.startswith("input offsets have not been committed for 31 s, every commit since")
+    assert "(last: REBALANCE_IN_PROGRESS)" in said
