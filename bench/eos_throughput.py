@@ -25,7 +25,6 @@ import asyncio
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from ads_join import Click, Impression, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from contenders import HERE, SETTLE_S, Outcome, timed_process, topic_sets
+from contenders import SETTLE_S, Outcome, timed_process, topic_sets, worker_command
 from runner_process import terminate
 
 from streamjoin.broker import KafkaBroker
@@ -44,18 +43,8 @@ GUARANTEES = ("at_least_once", "exactly_once")
 
 
 def runner(prefix: str, bootstrap: str, state: Path, guarantee: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        str(HERE / "worker_runner.py"),
-        prefix,
-        "--bootstrap",
-        bootstrap,
-        "--state-dir",
-        str(state),
-        "--processing-guarantee",
-        guarantee,
-        *extra,
-    ]
+    guaranteed = ["--processing-guarantee", guarantee, *extra]
+    return worker_command(prefix, bootstrap, state, None, None, extra=guaranteed)
 
 
 async def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path) -> dict[str, float]:

@@ -33,9 +33,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ads_join import Click, generate_traffic, topic_names
+from ads_join import topic_names
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from produce import produce_all
+from contenders import produce as produce_traffic
 
 from streamjoin.broker import EmbeddedBroker
 from streamjoin.broker.base import free_port
@@ -106,17 +106,7 @@ async def until_committed(bootstrap: str, prefix: str, partitions: int, records:
 async def produce(bootstrap: str, prefixes: list[str], impressions: int, partitions: int) -> int:
     specs = [TopicSpec(t, partitions) for p in prefixes for t in topic_names(p)]
     await ensure_topics(bootstrap, specs)
-    traffic = generate_traffic(impressions)
-    records = [
-        (isinstance(r, Click), r.auction_id.encode(), r.encode(), r.timestamp_ms)
-        for r in traffic.in_time_order()
-    ]
-    for prefix in prefixes:
-        imp, clk, _ = topic_names(prefix)
-        await produce_all(
-            bootstrap, ((clk if is_click else imp, *rest) for is_click, *rest in records)
-        )
-    return len(records)
+    return await produce_traffic(bootstrap, prefixes, impressions)
 
 
 @dataclass(frozen=True)
