@@ -241,11 +241,15 @@ async def two_workers_with_state(
     assert [len(t["active"]) for t in before["tasks"]] == [1] * PARTITIONS
     await harness.until(lambda: _processed(first, second), 60, "the state built")
     built_ms = time.time() * 1000
-    await harness.until(
-        lambda: all((r.worker.last_commit_ms or 0) > built_ms for r in (first, second)),
-        30,
-        "and committed",
-    )
+
+    def committed(r: harness.Running) -> bool:
+        """Since the state was built; or it read nothing (its task came to it after the other
+        had processed the records, and that one committed them as it handed the task over)."""
+        manager = r.worker.manager
+        nothing = manager is not None and not manager.positions()
+        return (r.worker.last_commit_ms or 0) > built_ms or nothing
+
+    await harness.until(lambda: committed(first) and committed(second), 30, "and committed")
 
 
 async def learner_lags(port: int) -> list[int]:
