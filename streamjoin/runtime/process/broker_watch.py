@@ -21,9 +21,8 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.group.errors import CommitFailedError
 
-__all__ = ("BrokerUnavailableError", "BrokerWatch", "OutageLogFilter", "report_not_committed")
+__all__ = ("BrokerUnavailableError", "BrokerWatch", "OutageLogFilter")
 
 logger = logging.getLogger(__name__)
 
@@ -167,12 +166,3 @@ class BrokerWatch:
             topic: len(cluster.partitions_for_topic(topic) or ())
             for topic in cluster.topics(exclude_internal_topics=True)
         }, ""
-
-
-def report_not_committed(exc: CommitFailedError, watch: BrokerWatch | None) -> None:
-    """Say that a commit failed, unless the broker is away: the watch said that once, and a
-    commit fails every few seconds until it is back (the next one carries these offsets)."""
-    if not exc.retriable:
-        logger.warning("offsets not committed (they will be reprocessed): %s", exc)
-    elif watch is None or watch.lost_since is None:
-        logger.info("offsets not committed yet (the next commit carries them): %s", exc)

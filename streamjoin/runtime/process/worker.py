@@ -35,6 +35,7 @@ from streamjoin.runtime.output.producer_sink import ProducerSink
 from streamjoin.runtime.output.purge import RepartitionPurger
 from streamjoin.runtime.output.transaction_state import TransactionState
 from streamjoin.runtime.process import gc_tuning
+from streamjoin.runtime.process.at_least_once import commit_tasks
 from streamjoin.runtime.process.broker_watch import BrokerWatch
 from streamjoin.runtime.process.clients import worker_consumer, worker_producer
 from streamjoin.runtime.process.endpoints import (
@@ -50,8 +51,6 @@ from streamjoin.runtime.process.memory import memory_budget
 from streamjoin.runtime.process.metrics import log_summary
 from streamjoin.runtime.process.options import WorkerOptions, apply_options
 from streamjoin.runtime.process.pacing import CommitPacer
-from streamjoin.runtime.process.revocation_commit import commit_offsets, commit_revoked
-from streamjoin.runtime.process.slow_commit import waited
 from streamjoin.runtime.process.startup import prepare
 from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
@@ -216,7 +215,7 @@ class Worker:
             state=state,
             sink=sink,
             # Exactly-once: the task manager holds the transaction lock while it commits.
-            commit=self._commit_transaction if self.exactly_once else partial(commit_revoked, self),
+            commit=self._commit_transaction if self.exactly_once else partial(commit_tasks, self),
             transaction=self.transaction if self.exactly_once else None,
             kafka=self.kafka,
         )
@@ -358,22 +357,14 @@ class Worker:
         return processed
 
     async def _commit(self) -> None:
-        """Commit every task's input offsets (taken first: processing goes on meanwhile) once
-        all they caused is safe: outputs delivered, changelogs confirmed, checkpoints written."""
-        assert self.manager is not None and self.sink is not None
+        """Commit every task's input offsets once all they caused is safe (at_least_once.py),
+        or the open transaction under exactly-once."""
         if self.exactly_once:
             async with self.transaction:
                 await self._commit_transaction()
             return
         async with self._commit_lock:
-            if self.commits_refused:
-                return
-            offsets = self.manager.positions()
-            await waited(self.sink.flush(), "the outputs to be delivered")
-            await waited(self.state.commit(), "the changelog writes and checkpoints")
-            self.global_tables.checkpoint()
-            # Revoked since its positions were taken: the revocation committed them, later.
-            await commit_offsets(self, self.manager.still_owned(offsets))
+            await commit_tasks(self)
 
     async def _flush(self) -> None:
         async with self._commit_lock:  # between commits, on live traffic (pacing.py)

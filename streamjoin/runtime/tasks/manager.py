@@ -214,7 +214,7 @@ class TaskManager(RebalanceListener):
 
     def still_owned(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """`offsets` without the partitions revoked since they were taken: their revocation
-        committed them itself, later (process/revocation_commit.py), and an older position
+        committed them itself, later (process/at_least_once.py), and an older position
         must not go over it."""
         return {tp: offset for tp, offset in offsets.items() if tp in self._owned}
 

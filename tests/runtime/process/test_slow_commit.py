@@ -1,4 +1,5 @@
-"""A commit step that waits says so while it waits, and is cancelled with the commit."""
+"""A commit step that waits says so while it waits, and is cancelled with the commit; refused
+commits are said once offsets went uncommitted too long."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import logging
 
 import pytest
 
-from streamjoin.runtime.process.slow_commit import said_while_uncommitted, waited
+from streamjoin.group.errors import CommitFailedError
+from streamjoin.runtime.process.slow_commit import report_refused, waited
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -74,11 +76,31 @@ def test_refused_commits_are_said_once_offsets_went_uncommitted_too_long(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING)
-    refused = RuntimeError("REBALANCE_IN_PROGRESS")
-    said_while_uncommitted(100_000, refused, 100_000 + 29_000)  # the next commit may go through
-    said_while_uncommitted(None, refused, 200_000)  # none went through yet: no measure
+    refused = CommitFailedError("REBALANCE_IN_PROGRESS", 27, retriable=True)
+
+    def refused_at(last_commit_ms: int | None, now_ms: int, *, broker_lost: bool = False) -> None:
+        report_refused(
+            refused,
+            retried=True,
+            broker_lost=broker_lost,
+            last_commit_ms=last_commit_ms,
+            now_ms=now_ms,
+        )
+
+    refused_at(100_000, 100_000 + 29_000)  # the next commit may go through
+    refused_at(None, 200_000)  # none went through yet: no measure
+    refused_at(100_000, 100_000 + 31_000, broker_lost=True)  # the broker watch said so
     assert _warnings(caplog) == []
-    said_while_uncommitted(100_000, refused, 100_000 + 31_000)
+    refused_at(100_000, 100_000 + 31_000)
     [said] = _warnings(caplog)
     assert said.startswith("input offsets have not been committed for 31 s, every commit since")
     assert "(last: REBALANCE_IN_PROGRESS)" in said
+
+
+def test_a_refusal_no_commit_retries_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    fenced = CommitFailedError("UNKNOWN_MEMBER_ID", 25, retriable=False)
+    report_refused(fenced, retried=True, broker_lost=True, last_commit_ms=None, now_ms=0)
+    assert _warnings(caplog) == [
+        "offsets not committed (they will be reprocessed): UNKNOWN_MEMBER_ID"
+    ]
