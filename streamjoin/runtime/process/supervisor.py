@@ -231,7 +231,7 @@ class Supervisor:
             stderr=asyncio.subprocess.PIPE,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         child.process = process
         logger.info("worker process %d started (pid %d)", child.index, process.pid)
@@ -267,11 +267,6 @@ def _is_error(line: str) -> bool:
     if logged is not None:
         return logged.group(1) in ("ERROR", "CRITICAL")
     return "rror" in line or "Exception" in line
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        die_with_parent()
 
 
 def _describe(status: int) -> str:
