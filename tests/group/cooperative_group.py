@@ -46,8 +46,15 @@ class Events(RebalanceListener):
         self.assigned: list[frozenset[TopicPartition]] = []
         self.revoked: set[TopicPartition] = set()
         self.lost: set[TopicPartition] = set()
+        self.generation: Callable[[], int] = lambda: -1
+        self.done_generation = -1
+        """The generation whose callbacks have all run: `on_assigned` comes last in each, also
+        when nothing is added. A member is stable in its new generation from the SyncGroup answer,
+        still owning what it is revoking until `on_revoked` returns."""
+        self.revoking_takes = 0.0
 
     async def on_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.done_generation = self.generation()
         for tp in partitions:
             if tp in self.ledger:  # recorded, not asserted: the member logs callback errors
                 self.violations.append(f"{tp} given to {self.name} while {self.ledger[tp]} owns it")
@@ -55,6 +62,7 @@ class Events(RebalanceListener):
         self.assigned.append(partitions)
 
     async def on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        await asyncio.sleep(self.revoking_takes)
         self.revoked |= partitions
         self._release(partitions)
 
@@ -111,6 +119,7 @@ class Group:
             auto_commit_interval_ms=500,
             **{**GROUP_TIMEOUTS, **options},
         )
+        events.generation = lambda: consumer.member.generation
         await consumer.start()
         self.stack.push_async_callback(consumer.stop)
         self.consumers[name] = consumer
@@ -126,15 +135,18 @@ class Group:
         await self.consumers.pop(name).stop()
 
     def settled(self, partitions: int, names: Sequence[str]) -> Callable[[], bool]:
-        """`names` own every partition between them, each stable, none about to rejoin."""
+        """`names` own every partition between them, each stable with its callbacks run, none
+        about to rejoin."""
 
         def check() -> bool:
             members = [self.consumers[n].member for n in names]
+            done = [self.events[n].done_generation for n in names]
             owned = [tp for m in members for tp in m.assignment]
             return (
                 len(owned) == len(set(owned)) == partitions
                 and all(m.state.value == "stable" and m._rejoin_reason is None for m in members)
                 and len({m.generation for m in members}) == 1
+                and done == [m.generation for m in members]
             )
 
         return check

@@ -42,6 +42,25 @@ async def group_factory(
         yield make
 
 
+async def test_a_group_is_not_settled_while_a_member_still_revokes(
+    unique: str, group_factory: Any
+) -> None:
+    """The harness's `settle`, which the tests below start from: a member is stable in its new
+    generation from the SyncGroup answer, and owns what it revokes until `on_revoked` returns.
+    Settling on that alone let test_a_fourth_member... count the others' revocations as the
+    fourth member's (it failed so under load)."""
+    partitions = 6
+    group = await group_factory(f"coop-{unique}", partitions, f"g-{unique}")
+    await group.add("a", ["cooperative-sticky"])
+    await group.settle(partitions, "a")
+    group.events["a"].revoking_takes = 2.0
+    await group.add("b", ["cooperative-sticky"])
+    await group.settle(partitions, "ab")
+    group.events["a"].revoked.clear()
+    await asyncio.sleep(2.5)
+    assert group.events["a"].revoked == set(), "a revocation went on after the group settled"
+
+
 async def test_a_fourth_member_takes_partitions_without_stopping_the_others(
     broker: Broker,
     unique: str,
