@@ -43,7 +43,15 @@ sys.path[:0] = [str(HERE), str(SHOP)]
 import pyarrow.parquet as pq  # noqa: E402
 from aiokafka import TopicPartition  # noqa: E402
 from produce import produce_all  # noqa: E402
-from shop_data import COUNTRIES, Country, encode, generate_shop, generate_tables, key_of  # noqa: E402
+from shop_data import (  # noqa: E402
+    COUNTRIES,
+    ORDER_EVERY_MS,
+    Country,
+    encode,
+    generate_shop,
+    generate_tables,
+    key_of,
+)
 
 from streamjoin.kafka.watermarks import log_bounds  # noqa: E402
 
@@ -82,7 +90,10 @@ async def _produce(bootstrap: str, orders: int) -> int:
             *(TopicSpec(t, LAYOUT["shop-orders"]) for t in OUTPUTS.values()),
         ],
     )
-    events, _ = generate_shop(orders)
+    # History: the last order 10 minutes ago, its payment and shipment before now (at 20 ms an
+    # order, 1M orders from now on would reach 5.5 hours ahead, which workers dead-letter).
+    span_ms = orders * ORDER_EVERY_MS + 10 * 60_000
+    events, _ = generate_shop(orders, start_ms=int(time.time() * 1000) - span_ms)
     rows = generate_tables(events)
     start = min(e.timestamp_ms for e in events) - 1_000
     countries = [

@@ -147,12 +147,16 @@ def expected_order_customers(rows: list[Row]) -> dict[str, dict[str, str | None]
     return out
 
 
-def generate_shop(orders: int, seed: int = 18) -> tuple[list[Event], set[str]]:
+def generate_shop(
+    orders: int, seed: int = 18, *, start_ms: int | None = None
+) -> tuple[list[Event], set[str]]:
     """Events in time order, and the ids of the orders that must come out shipped: paid (a
     declined payment does not count; 1 in 10 is declined, half of those retried and accepted)
-    within 2 minutes, and shipped (9 in 10) within 5 minutes of the payment."""
+    within 2 minutes, and shipped (9 in 10) within 5 minutes of the payment. An order every
+    ORDER_EVERY_MS from `start_ms` (default now: past records of many orders start earlier, so
+    that none is stamped further ahead of the workers' clock than their `max_future_ms`)."""
     rng = random.Random(seed)
-    base = int(time.time() * 1000)  # now: a broker deletes window changelogs of old times
+    base = int(time.time() * 1000) if start_ms is None else start_ms
     events: list[Event] = []
     shipped: set[str] = set()
     for n in range(orders):
