@@ -55,6 +55,14 @@ def _progress_line(progress: BatchProgress) -> str:
     )
 
 
+DEFAULT_MAX_RECORDS_PER_BATCH = 50_000
+"""Per topic and micro-batch. A stream-stream join's state holds a whole micro-batch until the
+watermark moves at its end, so one micro-batch of a long backlog holds all of it: 1M shop orders
+(3.9M records) in one micro-batch filled the 1 GB driver heap of a local run and spent 14 minutes
+collecting garbage without finishing; in micro-batches of 50,000 the run took 178 s (its
+backfill 102 s)."""
+
+
 @contextmanager
 def _stop_on_signals() -> Iterator[threading.Event]:
     """An event set by SIGTERM or Ctrl-C while the block runs (the handlers are restored after)."""
@@ -111,9 +119,13 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
         ),
     ] = None,
     max_records_per_batch: Annotated[
-        int | None,
-        typer.Option(metavar="N", help="At most N input records per topic per micro-batch."),
-    ] = None,
+        int,
+        typer.Option(
+            metavar="N",
+            help="At most N input records per topic per micro-batch (a join holds a whole "
+            "micro-batch in its state: a backlog read at once fills the memory).",
+        ),
+    ] = DEFAULT_MAX_RECORDS_PER_BATCH,
     bootstrap: BootstrapOption = None,
     app_dir: Annotated[
         Path, typer.Option(metavar="DIR", help="Directory to import MODULE from.")
