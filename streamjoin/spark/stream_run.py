@@ -14,10 +14,10 @@ from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ("BatchProgress", "batch_progress", "follow")
+__all__ = ("FINISH_BATCH_S", "BatchProgress", "batch_progress", "follow")
 
 _POLL_S = 1
-_FINISH_BATCH_S = 120.0
+FINISH_BATCH_S = 120.0
 """How long a stop waits for the current micro-batch to end before interrupting it (safe too:
 the batch is redone from the checkpoint on restart)."""
 
@@ -61,7 +61,7 @@ def _wait_for_batch_end(query: StreamingQuery) -> None:
     """Until the micro-batch running now has committed (or none runs). The next one may have
     started by then: stopping interrupts it before it commits, and a restart redoes it."""
     done = _last_batch(query)
-    deadline = time.monotonic() + _FINISH_BATCH_S
+    deadline = time.monotonic() + FINISH_BATCH_S
     while query.isActive and time.monotonic() < deadline:
         if not query.status.get("isTriggerActive") or _last_batch(query) > done:
             return

@@ -169,6 +169,66 @@ def test_restarts_and_sigterm_lose_nothing_and_write_nothing_twice(
     assert _written(tmp_path) == list(range(3 * ROUND))
 
 
+def test_a_second_signal_stops_at_once_when_a_micro_batch_hangs(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """The first SIGTERM waits for the micro-batch under way (up to 120 s); a second ends the
+    command at once, and Spark's JVM with it."""
+    suffix = uuid.uuid4().hex[:8]
+    hanging = APP.replace('return {{"l": l["id"], "r": r["id"]}}', "__import__('time').sleep(600)")
+    (tmp_path / "app.py").write_text(hanging.format(s=suffix, p=1))
+    topics = [f"ssl-{suffix}", f"ssr-{suffix}"]
+    asyncio.run(ensure_topics(broker.bootstrap, [TopicSpec(t, 1) for t in topics]))
+    asyncio.run(_produce(broker.bootstrap, suffix, 0))
+    log = tmp_path / "running.log"
+    with log.open("w") as out:
+        running = subprocess.Popen(
+            _command(tmp_path, broker.bootstrap, "--available-now"),
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while "streaming to" not in log.read_text():
+            assert running.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        jvm = _children(running.pid)
+        assert jvm, "no child process: where is Spark's JVM?"
+        time.sleep(3)  # into the micro-batch, whose joiner sleeps
+        running.send_signal(signal.SIGTERM)
+        while "stopping once the micro-batch under way is done" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        running.send_signal(signal.SIGTERM)
+        assert running.wait(20) == 128 + signal.SIGTERM, log.read_text()
+    finally:
+        if running.poll() is None:
+            running.kill()
+    assert "stopping at once; the next run over this checkpoint redoes" in log.read_text()
+    assert "Traceback" not in log.read_text()
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in jvm):
+        assert time.monotonic() < deadline, f"Spark's JVM {jvm} outlived the command"
+        time.sleep(0.5)
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    found = []
+    for task in tasks.iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_into_topic_as_the_readme_runs_it(broker: Broker, tmp_path: Path) -> None:
     """docs/spark.md's `spark-stream app:joins --join attribute --checkpoint ... --into-topic`, on
     the outer join of null keys with its function joiner: its output topic holds the records the

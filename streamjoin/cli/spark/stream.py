@@ -8,6 +8,7 @@ same `--checkpoint` continues where the last one stopped.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import threading
@@ -64,12 +65,27 @@ backfill 102 s)."""
 
 
 @contextmanager
-def _stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGTERM or Ctrl-C while the block runs (the handlers are restored after)."""
+def _stop_on_signals(finish_within_s: float) -> Iterator[threading.Event]:
+    """An event set by SIGTERM or Ctrl-C while the block runs (the handlers are restored after).
+    A second signal ends the process at once: the micro-batch under way may not end soon (a
+    joiner that hangs, a JVM short of memory), and the next run over the checkpoint redoes it.
+    The lines are written with os.write: a handler may interrupt a print of the main thread."""
     stop = threading.Event()
 
-    def request_stop(_signum: int, _frame: FrameType | None) -> None:
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            os.write(
+                1,
+                b"stopping at once; the next run over this checkpoint redoes the "
+                b"micro-batch under way\n",
+            )
+            os._exit(128 + signum)  # Spark's JVM ends with its stdin, the pipe from this process
         stop.set()
+        os.write(
+            1,
+            f"stopping once the micro-batch under way is done (at most "
+            f"{finish_within_s:.0f} s; signal again to stop at once)\n".encode(),
+        )
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -162,7 +178,7 @@ def spark_stream(  # noqa: PLR0917 - one parameter per command-line option
             settings = {**connector.session_settings(master), **settings}
         with (
             session.spark_session(master, settings, f"streamjoin-stream-{join}") as spark,
-            _stop_on_signals() as stop,
+            _stop_on_signals(stream_run.FINISH_BATCH_S) as stop,
         ):
             if source.official:
                 connector.require_connector(spark)
