@@ -9,10 +9,12 @@ Tansu; the Java interop test uses `kafka_broker` likewise.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -27,6 +29,10 @@ settings.load_profile("streamjoin")
 workers, and a slow example there is load, not a finding (speed is measured in bench/)."""
 
 B = TypeVar("B", bound=Broker)
+
+TESTS = str(Path(__file__).resolve().parent)
+if TESTS not in sys.path:  # the suite's shared helper modules (child_processes.py), for any test
+    sys.path.insert(0, TESTS)
 
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 """Spark's JVMs in the tests (the session's and those of the Spark commands) compile with C1

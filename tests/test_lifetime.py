@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+from child_processes import alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 
@@ -21,22 +22,14 @@ time.sleep(60)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_the_child_ends_when_its_starter_is_killed() -> None:
     starter = subprocess.Popen([sys.executable, "-c", STARTER], stdout=subprocess.PIPE, text=True)
     assert starter.stdout is not None
     child = int(starter.stdout.readline())
-    assert _alive(child)
+    assert alive(child)
     starter.kill()
     starter.wait()
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the child outlived a SIGKILL of its starter"
+    assert not alive(child), "the child outlived a SIGKILL of its starter"

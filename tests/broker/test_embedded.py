@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_processes import alive
 
 from streamjoin.broker import (
     Broker,
@@ -23,16 +23,6 @@ from streamjoin.broker.embedded import BINARY_ENV
 from streamjoin.broker.probe import kafka_api_versions_ok
 
 pytestmark = pytest.mark.broker
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purpose.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def test_session_broker_answers_kafka_requests(broker: Broker) -> None:
@@ -51,10 +41,10 @@ def test_stop_terminates_the_process_and_is_idempotent() -> None:
     running = EmbeddedBroker()
     running.start()
     pid = running.pid
-    assert pid is not None and _alive(pid)
+    assert pid is not None and alive(pid)
     running.stop()
     running.stop()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_missing_binary_names_the_package_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,13 +91,13 @@ def test_broker_dies_with_a_killed_launcher(tmp_path: Path) -> None:
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     broker_pid = int(pid_file.read_text())
-    assert _alive(broker_pid)
+    assert alive(broker_pid)
     launcher.send_signal(signal.SIGKILL)
     launcher.wait()
     deadline = time.monotonic() + 5
-    while _alive(broker_pid) and time.monotonic() < deadline:
+    while alive(broker_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(broker_pid)
+    assert not alive(broker_pid)
 
 
 def test_cli_prints_bootstrap_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 from aiokafka import AIOKafkaProducer
+from child_processes import alive, children
 from engines import cases_in_topics, read_outputs, run_driver
 from join_cases import build_app
 from typer.testing import CliRunner
@@ -194,7 +195,7 @@ def test_a_second_signal_stops_at_once_when_a_micro_batch_hangs(
         while "streaming to" not in log.read_text():
             assert running.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)
-        jvm = _children(running.pid)
+        jvm = children(running.pid)
         assert jvm, "no child process: where is Spark's JVM?"
         time.sleep(3)  # into the micro-batch, whose joiner sleeps
         running.send_signal(signal.SIGTERM)
@@ -209,24 +210,9 @@ def test_a_second_signal_stops_at_once_when_a_micro_batch_hangs(
     assert "stopping at once; the next run over this checkpoint redoes" in log.read_text()
     assert "Traceback" not in log.read_text()
     deadline = time.monotonic() + 30
-    while any(_running(pid) for pid in jvm):
+    while any(alive(pid) for pid in jvm):
         assert time.monotonic() < deadline, f"Spark's JVM {jvm} outlived the command"
         time.sleep(0.5)
-
-
-def _children(pid: int) -> list[int]:
-    tasks = Path(f"/proc/{pid}/task")
-    found = []
-    for task in tasks.iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_into_topic_as_the_readme_runs_it(broker: Broker, tmp_path: Path) -> None:

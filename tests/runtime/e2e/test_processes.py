@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import worker_processes as processes
+from child_processes import alive, children
 
 from streamjoin.broker import Broker, KafkaBroker
 from streamjoin.broker.base import free_port
@@ -36,20 +37,6 @@ def readme_options(port: int) -> list[str]:
     options = line.split()[3:]
     assert options == ["--processes", "2", "--metrics-port", "9100"]
     return [*options[:-1], str(port)]
-
-
-def children(pid: int) -> set[int]:
-    """The child processes of `pid` now (Linux)."""
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return {int(p) for p in path.read_text().split()} if path.exists() else set()
-
-
-def alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "State:\tZ" not in status
 
 
 async def until(condition: Callable[[], bool], within_s: float, what: str) -> None:
