@@ -12,6 +12,7 @@ no longer be matched.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import struct
 from typing import Any
@@ -28,6 +29,10 @@ _OFFSET = struct.Struct(">q")
 
 def _prefix(timestamp: int, side: Side, key: bytes) -> bytes:
     return _HEAD.pack(timestamp + _BIAS, side, len(key)) + key
+
+
+def _entry_key(held: tuple[bytes, bytes, Any]) -> bytes:
+    return held[0]
 
 
 def _parse(prefix: bytes) -> tuple[int, Side, bytes]:
@@ -59,8 +64,12 @@ class PendingNonMatches:
         if entries is None:
             self._entries[prefix] = [(entry, stored, memo)]
             heapq.heappush(self._due[due[2]], due)
-        elif all(entry != known for known, _, _ in entries):
+        elif entry > entries[-1][0]:
             entries.append((entry, stored, memo))
+        else:  # a replay: a lower offset comes after a higher one
+            at = bisect.bisect_left(entries, entry, key=_entry_key)
+            if entries[at][0] != entry:
+                entries.insert(at, (entry, stored, memo))
 
     def add(
         self,
