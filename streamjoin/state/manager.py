@@ -82,6 +82,9 @@ class StateManager:
         self._tasks: dict[str, TaskState] = {}
         self._known_changelogs: set[str] = set()
         self._changelog_lock = asyncio.Lock()
+        self._opening_stores = asyncio.Lock()
+        """One task's databases open at a time: tasks opened all at once (hundreds, given to a
+        worker in one rebalance) stalled the event loop for seconds."""
 
     async def start(self) -> None:
         await self._reader.start()
@@ -231,7 +234,8 @@ class StateManager:
             )
             opened: dict[str, Rdict] = {}
             try:
-                opened = await open_databases(spec, self.directory, self.memory)
+                async with self._opening_stores:
+                    opened = await open_databases(spec, self.directory, self.memory)
                 task = TaskState(
                     spec,
                     app_id=self.app_id,
