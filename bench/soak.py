@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import uuid
@@ -303,6 +304,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"{r.records_per_s:>10.0f} {r.cpu_us_per_record:>10.1f} {r.lag_at_stop:>9} "
             f"{r.max_lag:>8} {r.pairs:>8} {r.missing:>8} {r.repeated:>8}"
         )
+        print(f"{'':<10} RSS growth in the last third, per worker: {last_third_growth(r.rss)}")
         print(
             f"{'':<10} missing: {r.missing_unclicked} came out unclicked, "
             f"{r.missing - r.missing_unclicked} not at all; {r.undelivered} records undelivered; "
@@ -314,6 +316,21 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     if "bounded" in by_mode and "unbounded" in by_mode:
         ratio = by_mode["bounded"].cpu_us_per_record / by_mode["unbounded"].cpu_us_per_record
         print(f"CPU per record, bounded / unbounded: {ratio:.2f}x")
+
+
+def last_third_growth(rss: list[tuple[float, list[int]]]) -> str:
+    """Each worker's RSS slope (least squares) over the samples of the run's last third: the
+    goal is under 1 MiB a minute, a curve that has levelled off."""
+    end = rss[-1][0]
+    tail = [(t, sizes) for t, sizes in rss if t >= end * 2 / 3]
+    if len(tail) < 2:
+        return "too few samples"
+    minutes = [t / 60 for t, _ in tail]
+    slopes = [
+        statistics.linear_regression(minutes, [sizes[i] / MIB for _, sizes in tail]).slope
+        for i in range(len(tail[0][1]))
+    ]
+    return ", ".join(f"{slope:+.2f} MiB/min" for slope in slopes)
 
 
 async def main(args: argparse.Namespace) -> None:
