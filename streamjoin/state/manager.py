@@ -153,7 +153,8 @@ class StateManager:
 
     async def commit(self, task_ids: Collection[str] | None = None) -> None:
         """The state part of the commit loop: flush, then write the checkpoints of open tasks
-        (not of restoring ones: their unlogged bulk writes would cost a memtable flush each
+        whose changelogs moved far enough (task_stores.CHECKPOINT_AFTER_RECORDS; not of
+        restoring ones: their unlogged bulk writes would cost a memtable flush each
         time; they are checkpointed once running, or when suspended or closed). `task_ids`:
         only these (a revocation commits the leaving tasks alone).
 
@@ -177,12 +178,13 @@ class StateManager:
 
     def complete_commit(self) -> None:
         """Exactly-once, once the transaction committed: the prepared writes go to RocksDB and
-        the checkpoints name the changelog offsets they reach (so a store never holds a write
-        of an aborted transaction, and its checkpoint proves what it holds)."""
+        the checkpoints, once far enough behind, name the changelog offsets they reach (so a
+        store never holds a write of an aborted transaction, and a restore from its checkpoint
+        replays committed writes only)."""
         for task in self._tasks.values():
             task.complete_commit()
             if task.phase is TaskPhase.STANDBY:
-                task.checkpoint()
+                task.local.checkpoint(enforce=False)
 
     def read_ends_ahead(self, task_ids: Iterable[str]) -> None:
         """Start reading the changelog ends of these standbys now, for their promotion. Called

@@ -26,7 +26,7 @@ class StoreChangelog:
 
     def apply(self, records: list[Any]) -> None:
         # A restoring active skips RocksDB's log (synced once, when it completes); a standby,
-        # checkpointed at every commit, keeps it so that a checkpoint costs no memtable flush.
+        # checkpointed at commits, keeps it so that a checkpoint costs no memtable flush.
         self._store.restore(records, logged=self._task.phase is not TaskPhase.RESTORING)
         self._task.restored += len(records)
 

@@ -256,12 +256,13 @@ class TaskState:
             self.local.checkpoint()
 
     async def checkpoint_off_loop(self) -> None:
-        """`checkpoint`; a running active syncs on a thread (lock held: no flush, no close)."""
+        """At a commit: `checkpoint` once the changelogs moved past CHECKPOINT_AFTER_RECORDS;
+        a running active syncs on a thread (lock held: no flush, no close)."""
         async with self._lock:
             if self.phase is TaskPhase.RUNNING:
-                await self.local.checkpoint_off_loop()
-            else:
-                self.checkpoint()
+                await self.local.checkpoint_off_loop(enforce=False)
+            elif self.phase is not TaskPhase.CLOSED:
+                self.local.checkpoint(enforce=False)
 
     def _check_open(self) -> None:
         if self.phase is TaskPhase.CLOSED:
@@ -290,7 +291,7 @@ class TaskState:
         """The transaction committed: write what `prepare_commit` sent to RocksDB, checkpoint."""
         if self.phase is TaskPhase.RUNNING and self._sent is not None:
             self._apply_sent(self._sent)
-            self.checkpoint()
+            self.local.checkpoint(enforce=False)
         self._sent = None
 
     async def _flush_locked(self) -> None:

@@ -30,6 +30,7 @@ from streamjoin.state import (
     ensure_changelogs,
 )
 from streamjoin.state.changelog_writer import ChangelogWriter
+from streamjoin.state.checkpoint import read_checkpoint
 from streamjoin.state.phases import TaskPhase
 from streamjoin.state.stores.encoding import split_changelog_key
 from streamjoin.state.task_state import TaskState
@@ -422,3 +423,88 @@ async def test_the_event_loop_runs_while_a_task_s_stores_open(
     await manager.open_active(spec)
     await watcher
     assert seen_opening
+
+
+def checkpointed(manager: StateManager) -> dict[str, int]:
+    found = read_checkpoint(manager.directory.checkpoint_path(SPEC.task_id)) or {}
+    return {name: entry.offset for name, entry in found.items()}
+
+
+async def test_a_commit_checkpoints_only_once_the_changelogs_moved_10_000_records_past_it(
+    producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    """As Kafka Streams (its checkpoint threshold): syncing every store and rewriting the file at
+    every commit cost five fsyncs per task per commit; suspending or closing always writes it."""
+    manager = await managers(producer, app_id=f"threshold-{unique}")
+    task = await manager.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    write(task, 0, 100)
+    await manager.commit()
+    first = checkpointed(manager)
+    assert sum(first.values()) > 0, "a task's first commit writes its checkpoint"
+    write(task, 100, 2_000)
+    await manager.commit()
+    assert checkpointed(manager) == first, "under 10,000 records moved: not rewritten"
+    write(task, 2_000, 12_000)
+    await manager.commit()
+    moved = checkpointed(manager)
+    assert sum(moved.values()) - sum(first.values()) > 10_000
+    write(task, 12_000, 12_010)
+    await manager.commit()
+    assert checkpointed(manager) == moved
+    await manager.suspend(SPEC.task_id)
+    assert checkpointed(manager) == task.positions, "suspending writes it whatever moved"
+
+
+async def test_a_restart_from_a_checkpoint_behind_the_local_state_yields_exactly_the_changelog(
+    producer: Any,
+    managers: Callable[..., Any],
+    read_changelog: Callable[[str, int], Any],
+    unique: str,
+) -> None:
+    """RocksDB holds writes past the checkpoint when the process dies: the restore replays the
+    changelog from the checkpoint over them."""
+    app = f"behind-{unique}"
+    manager = await managers(producer, app_id=app)
+    task = await manager.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    write(task, 0, 300)
+    await manager.commit()
+    write(task, 300, 3_000)
+    await manager.commit()  # in RocksDB and the changelogs; the checkpoint stays behind
+    behind = checkpointed(manager)
+    assert sum(behind.values()) < sum(p or 0 for p in task.positions.values())
+    await manager.close(clean=False)  # as a crash leaves it: no checkpoint at the end
+
+    again = await managers(producer, app_id=app)
+    events = recorder(again)
+    task = await again.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    table, window, _ = await changelog_contents(read_changelog, app)
+    assert contents(task) == (table, window)
+    started = next(e for e in events if isinstance(e, RestoreStarted))
+    assert started.start_offsets == behind
+
+
+async def test_the_first_commit_after_a_store_was_wiped_writes_the_checkpoint(
+    producer: Any, managers: Callable[..., Any], tmp_path: Path, unique: str
+) -> None:
+    """The file names data no longer there, however little the changelogs moved since."""
+    app = f"wiped-{unique}"
+    first = await managers(producer, app_id=app)
+    task = await first.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    write(task, 0, 200)
+    await first.commit()
+    write(task, 200, 300)
+    await first.commit()  # the checkpoint stays at the first commit
+    await first.close(clean=False)
+    (tmp_path / "state" / app / SPEC.task_id / "kv" / "CURRENT").write_bytes(b"garbage")
+
+    second = await managers(producer, app_id=app)
+    events = recorder(second)
+    again = await second.open_active(SPEC)
+    await asyncio.wait_for(again.wait_ready(), 30)
+    assert [e.store for e in events if isinstance(e, StateWiped)] == ["kv"]
+    await second.commit()
+    assert checkpointed(second) == again.positions
