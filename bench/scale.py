@@ -20,9 +20,8 @@ Window state (--state-gb 0.1,1; one partition, 100-byte values):
               live trickle of pairs, and its RSS at that moment.
 Each figure is the median over --rounds (and --reads) with its range. On a shared 2-core
 machine (load average 15-25) the defaults take about 20 minutes; 512 partitions (--partitions
-8,64,512) add about 6 minutes (a worker's rebalance callback takes longer than the rebalance
-timeout to open 512 tasks' stores there: docs/benchmarks.md); 10 GB of state (--state-gb 10)
-would take over an hour.
+8,64,512) add about 4 minutes on a quiet one; 10 GB of state (--state-gb 10) would take over an
+hour.
 
     python bench/scale.py [--partitions 8,64] [--impressions 30000] [--state-gb 0.1,1]
                           [--rounds 1] [--reads 3] [--broker kafka|tansu]
