@@ -24,12 +24,11 @@ from streamjoin.kafka.connection import KafkaConnection
 from streamjoin.runtime.joins.counters import JoinCounters
 from streamjoin.runtime.output.sink import RecordSink
 from streamjoin.runtime.tasks.input_size import MAX_BUFFERED_PER_INPUT, RecordSize, inputs_to_pause
-from streamjoin.runtime.tasks.join_task import JoinTask
-from streamjoin.runtime.tasks.repartition import RepartitionTask
 from streamjoin.runtime.tasks.roles import WorkerRoles
 from streamjoin.runtime.tasks.running import MemberTask, RunningTask, member_task, running_task
 from streamjoin.runtime.tasks.scheduler import Scheduler
 from streamjoin.runtime.tasks.standbys import Standbys
+from streamjoin.runtime.tasks.totals import TaskTotals
 from streamjoin.runtime.topology.app_topology import AppTopology, GlobalTables, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
 
@@ -97,6 +96,8 @@ class TaskManager(RebalanceListener):
         self._transaction = transaction
         self._owned: set[TopicPartition] = set()
         self.active: dict[TaskId, _Active] = {}
+        self._running: dict[TaskId, RunningTask | None] = {}
+        """Each active task's running form (None until it runs), for the scheduler's rounds."""
         self._full: set[TopicPartition] = set()
         """Inputs paused for their buffered records: too many in their task, or too many bytes
         in all tasks together (`apply_backpressure`)."""
@@ -111,11 +112,7 @@ class TaskManager(RebalanceListener):
         """Why a task could not be opened, or revoked tasks not committed; the worker stops
         with it."""
         self.records_in: Counter[str] = Counter()
-        self.retired: defaultdict[str, JoinCounters] = defaultdict(JoinCounters)
-        """Counters of tasks this worker no longer runs, by join."""
-        self.repartitioned: Counter[str] = Counter()
-        """Records re-keyed by repartition tasks this worker no longer runs, by sub-topology."""
-        self.retired_dead_letters: Counter[str] = Counter()
+        self.totals = TaskTotals(app)
         self.scheduler = Scheduler(topology, sink, kafka)
         self.writes = self.scheduler.writes
 
@@ -132,6 +129,7 @@ class TaskManager(RebalanceListener):
         # fetched meanwhile finds its task missing.
         for task_id in opening:
             self.active[task_id] = _Active(self._inputs(task_id))
+            self._running[task_id] = None
         self._apply_pauses()
         self.withheld(self.roles.roles().active - self.active.keys())
         for task_id in opening:
@@ -202,8 +200,7 @@ class TaskManager(RebalanceListener):
         self, now_ms: float, lag: Callable[[TopicPartition], int | None], budget: int = 500
     ) -> int:
         """Process up to `budget` buffered records (scheduler.py)."""
-        active = {task_id: a.running for task_id, a in self.active.items()}
-        return self.scheduler.process(active, now_ms, lag, budget, self._full)
+        return self.scheduler.process(self._running, now_ms, lag, budget, self._full)
 
     def positions(self, task_ids: Iterable[TaskId] | None = None) -> dict[TopicPartition, int]:
         """Offsets to commit: the position of each input partition a running task has started
@@ -219,29 +216,12 @@ class TaskManager(RebalanceListener):
         return {tp: offset for tp, offset in offsets.items() if tp in self._owned}
 
     def counters(self) -> dict[str, tuple[JoinCounters, int]]:
-        """Per join: its counters and dead letters (those of the key_by tasks feeding it too),
-        over every task this worker has run."""
-        totals: dict[str, tuple[JoinCounters, int]] = {}
-        for spec in self.app.joins:
-            counters = JoinCounters()
-            counters.add(self.retired[spec.name])
-            dead = self.retired_dead_letters[spec.name]
-            for task in self._running_tasks():
-                if isinstance(task, JoinTask) and task.spec.name == spec.name:
-                    counters.add(task.processor.counters)
-                    dead += task.dead_letters
-                elif isinstance(task, RepartitionTask) and task.repartition.join == spec.name:
-                    dead += task.dead_letters
-            totals[spec.name] = (counters, dead)
-        return totals
+        """Per join: its counters and dead letters, over every task this worker has run."""
+        return self.totals.counters(self._running_tasks())
 
     def rekeyed(self) -> Counter[str]:
         """Records each key_by sub-topology wrote to its repartition topic, on this worker."""
-        total = Counter(self.repartitioned)
-        for task in self._running_tasks():
-            if isinstance(task, RepartitionTask):
-                total[task.repartition.subtopology] += task.records_out
-        return total
+        return self.totals.rekeyed(self._running_tasks())
 
     def tasks_per_subtopology(self) -> Counter[str]:
         return Counter(task_id.subtopology for task_id in self.active)
@@ -359,7 +339,7 @@ class TaskManager(RebalanceListener):
         running = running_task(task_id, active.inputs, members, app.settings.max_task_idle_ms)
         for tp, records in self._waiting.pop(task_id, ()):
             running.add(tp, records)
-        active.running = running
+        active.running = self._running[task_id] = running
         active.opening = None
         logger.info("task %s is running", task_id)
         self._apply_pauses()
@@ -370,15 +350,10 @@ class TaskManager(RebalanceListener):
 
     async def _drop(self, task_id: TaskId, *, clean: bool) -> None:
         active = self.active.pop(task_id, None)
+        self._running.pop(task_id, None)
         if active is None:  # dropped meanwhile: lose_all beside the group's on_lost, say
             return
-        for task in active.running.members if active.running is not None else ():
-            if isinstance(task, JoinTask):
-                self.retired[task.spec.name].add(task.processor.counters)
-                self.retired_dead_letters[task.spec.name] += task.dead_letters
-            else:
-                self.repartitioned[task.repartition.subtopology] += task.records_out
-                self.retired_dead_letters[task.repartition.join] += task.dead_letters
+        self.totals.retire(active.running.members if active.running is not None else ())
         if active.opening is not None:
             active.opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):
