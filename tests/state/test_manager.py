@@ -430,14 +430,35 @@ def checkpointed(manager: StateManager) -> dict[str, int]:
     return {name: entry.offset for name, entry in found.items()}
 
 
+async def running(manager: StateManager) -> TaskState:
+    task = await manager.open_active(SPEC)
+    await asyncio.wait_for(task.wait_ready(), 30)
+    return task
+
+
+async def crash_behind_the_checkpoint(
+    manager: StateManager, first: int, more: int
+) -> dict[str, int]:
+    """Two commits, the second under the checkpoint threshold, then a close as a crash leaves
+    the state (no checkpoint at the end); returns the checkpoint, behind RocksDB's data."""
+    task = await running(manager)
+    write(task, 0, first)
+    await manager.commit()
+    write(task, first, first + more)
+    await manager.commit()  # in RocksDB and the changelogs; the checkpoint stays behind
+    behind = checkpointed(manager)
+    assert sum(behind.values()) < sum(p or 0 for p in task.positions.values())
+    await manager.close(clean=False)
+    return behind
+
+
 async def test_a_commit_checkpoints_only_once_the_changelogs_moved_10_000_records_past_it(
     producer: Any, managers: Callable[..., Any], unique: str
 ) -> None:
     """As Kafka Streams (its checkpoint threshold): syncing every store and rewriting the file at
     every commit cost five fsyncs per task per commit; suspending or closing always writes it."""
     manager = await managers(producer, app_id=f"threshold-{unique}")
-    task = await manager.open_active(SPEC)
-    await asyncio.wait_for(task.wait_ready(), 30)
+    task = await running(manager)
     write(task, 0, 100)
     await manager.commit()
     first = checkpointed(manager)
@@ -465,21 +486,10 @@ async def test_a_restart_from_a_checkpoint_behind_the_local_state_yields_exactly
     """RocksDB holds writes past the checkpoint when the process dies: the restore replays the
     changelog from the checkpoint over them."""
     app = f"behind-{unique}"
-    manager = await managers(producer, app_id=app)
-    task = await manager.open_active(SPEC)
-    await asyncio.wait_for(task.wait_ready(), 30)
-    write(task, 0, 300)
-    await manager.commit()
-    write(task, 300, 3_000)
-    await manager.commit()  # in RocksDB and the changelogs; the checkpoint stays behind
-    behind = checkpointed(manager)
-    assert sum(behind.values()) < sum(p or 0 for p in task.positions.values())
-    await manager.close(clean=False)  # as a crash leaves it: no checkpoint at the end
-
+    behind = await crash_behind_the_checkpoint(await managers(producer, app_id=app), 300, 2_700)
     again = await managers(producer, app_id=app)
     events = recorder(again)
-    task = await again.open_active(SPEC)
-    await asyncio.wait_for(task.wait_ready(), 30)
+    task = await running(again)
     table, window, _ = await changelog_contents(read_changelog, app)
     assert contents(task) == (table, window)
     started = next(e for e in events if isinstance(e, RestoreStarted))
@@ -491,20 +501,11 @@ async def test_the_first_commit_after_a_store_was_wiped_writes_the_checkpoint(
 ) -> None:
     """The file names data no longer there, however little the changelogs moved since."""
     app = f"wiped-{unique}"
-    first = await managers(producer, app_id=app)
-    task = await first.open_active(SPEC)
-    await asyncio.wait_for(task.wait_ready(), 30)
-    write(task, 0, 200)
-    await first.commit()
-    write(task, 200, 300)
-    await first.commit()  # the checkpoint stays at the first commit
-    await first.close(clean=False)
+    await crash_behind_the_checkpoint(await managers(producer, app_id=app), 200, 100)
     (tmp_path / "state" / app / SPEC.task_id / "kv" / "CURRENT").write_bytes(b"garbage")
-
     second = await managers(producer, app_id=app)
     events = recorder(second)
-    again = await second.open_active(SPEC)
-    await asyncio.wait_for(again.wait_ready(), 30)
+    again = await running(second)
     assert [e.store for e in events if isinstance(e, StateWiped)] == ["kv"]
     await second.commit()
     assert checkpointed(second) == again.positions

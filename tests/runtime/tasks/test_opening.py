@@ -44,17 +44,26 @@ def partitions_of(manager: TaskManager, task: TaskId) -> frozenset[TopicPartitio
     )
 
 
-async def test_the_callback_returns_while_a_task_waits_for_its_state_directory(
-    state: StateManager, unique: str
-) -> None:
-    manager = TaskManager(
+@pytest.fixture
+def manager(state: StateManager, unique: str) -> TaskManager:
+    return TaskManager(
         topology(unique),
         roles=Told(),  # type: ignore[arg-type]
         state=state,
         sink=Discard(),
         commit=commits,
     )
-    elsewhere = await TaskLock.acquire(state.directory.task_dir(str(HELD)), str(HELD))
+
+
+async def held_elsewhere(state: StateManager) -> TaskLock:
+    """HELD's state directory, locked as another process of the host would hold it."""
+    return await TaskLock.acquire(state.directory.task_dir(str(HELD)), str(HELD))
+
+
+async def test_the_callback_returns_while_a_task_waits_for_its_state_directory(
+    state: StateManager, manager: TaskManager
+) -> None:
+    elsewhere = await held_elsewhere(state)
     try:
         assigned = partitions_of(manager, HELD) | partitions_of(manager, FREE)
         await asyncio.wait_for(manager.on_assigned(assigned), 5)
@@ -69,16 +78,9 @@ async def test_the_callback_returns_while_a_task_waits_for_its_state_directory(
 
 
 async def test_a_task_revoked_before_it_opened_is_dropped_cleanly(
-    state: StateManager, unique: str
+    state: StateManager, manager: TaskManager
 ) -> None:
-    manager = TaskManager(
-        topology(unique),
-        roles=Told(),  # type: ignore[arg-type]
-        state=state,
-        sink=Discard(),
-        commit=commits,
-    )
-    elsewhere = await TaskLock.acquire(state.directory.task_dir(str(HELD)), str(HELD))
+    elsewhere = await held_elsewhere(state)
     try:
         await asyncio.wait_for(manager.on_assigned(partitions_of(manager, HELD)), 5)
         await asyncio.wait_for(manager.on_revoked(partitions_of(manager, HELD)), 5)
