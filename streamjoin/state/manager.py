@@ -184,7 +184,7 @@ class StateManager:
         for task in self._tasks.values():
             task.complete_commit()
             if task.phase is TaskPhase.STANDBY:
-                task.local.checkpoint(enforce=False)
+                task.checkpoint(enforce=False)
 
     def read_ends_ahead(self, task_ids: Iterable[str]) -> None:
         """Start reading the changelog ends of these standbys now, for their promotion. Called

@@ -249,11 +249,11 @@ class TaskState:
             if self.phase is TaskPhase.RUNNING:
                 await self._flush_locked()
 
-    def checkpoint(self) -> None:
-        """Durably record the stores' positions (unchanged ones are not rewritten). For a
-        running active the positions cover only flushed writes: call after `flush`."""
+    def checkpoint(self, *, enforce: bool = True) -> None:
+        """Durably record the stores' positions (see TaskStores.checkpoint). For a running
+        active the positions cover only flushed writes: call after `flush`."""
         if self.phase is not TaskPhase.CLOSED:
-            self.local.checkpoint()
+            self.local.checkpoint(enforce=enforce)
 
     async def checkpoint_off_loop(self) -> None:
         """At a commit: `checkpoint` once the changelogs moved past CHECKPOINT_AFTER_RECORDS;
@@ -261,8 +261,8 @@ class TaskState:
         async with self._lock:
             if self.phase is TaskPhase.RUNNING:
                 await self.local.checkpoint_off_loop(enforce=False)
-            elif self.phase is not TaskPhase.CLOSED:
-                self.local.checkpoint(enforce=False)
+            else:
+                self.checkpoint(enforce=False)
 
     def _check_open(self) -> None:
         if self.phase is TaskPhase.CLOSED:
@@ -291,7 +291,7 @@ class TaskState:
         """The transaction committed: write what `prepare_commit` sent to RocksDB, checkpoint."""
         if self.phase is TaskPhase.RUNNING and self._sent is not None:
             self._apply_sent(self._sent)
-            self.local.checkpoint(enforce=False)
+            self.checkpoint(enforce=False)
         self._sent = None
 
     async def _flush_locked(self) -> None:
