@@ -48,6 +48,7 @@ COMPILED = [
     "streamjoin/runtime/tasks/lateness.py",
     "streamjoin/runtime/tasks/ordering.py",
     "streamjoin/runtime/tasks/output_writer.py",
+    "streamjoin/state/stores/byte_budget.py",
     "streamjoin/state/stores/encoding.py",
     "streamjoin/state/stores/global_store.py",
     "streamjoin/state/stores/kv_store.py",

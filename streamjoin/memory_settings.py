@@ -1,5 +1,5 @@
 """The worker's memory budget in numbers: its default, how it splits between the newest window
-records, the input buffers and RocksDB, and sizes as people write them.
+records, the pending non-matches, the input buffers and RocksDB, and sizes as people write them.
 
 Below both the spec and the stores: an app's settings (dsl/settings.py) are checked against the
 same split the stores' budget applies (state/memory.py), without the spec importing the engine.
@@ -23,15 +23,18 @@ __all__ = (
     "format_size",
     "input_share",
     "parse_size",
+    "pending_share",
     "recent_share",
 )
 
 MIB = 1 << 20
 
 DEFAULT_MEMORY_BUDGET_BYTES = 256 * MIB
-"""Three eighths (96 MiB, less 1 MiB per open store) for the newest window records: the ads
-join's 65 s window at 1,500 records/s per worker is about 100,000 records, ~80 MiB as counted
-here. A sixteenth (16 MiB) for fetched records waiting in the tasks' input buffers: about
+"""Five sixteenths (80 MiB, less 1 MiB per open store) for the newest window records: the ads
+join's 65 s window at 1,250 records/s per worker is about 80,000 records, ~65 MiB as counted
+here. A sixteenth (16 MiB) for the left and outer joins' pending non-matches in memory (about
+25,000 records; the rest wait in their store and come back into memory as they fall due). A
+sixteenth (16 MiB) for fetched records waiting in the tasks' input buffers: about
 40,000 ad records, seconds of traffic. A thirty-second (8 MiB) for the fetch answers the Kafka
 client holds until they are read: 1 MiB a partition up to 8 partitions, less each beyond
 (kafka/fetch_sizes.py). The rest for RocksDB: a third of it (45 MiB) write buffers, which a
@@ -82,10 +85,15 @@ def fetch_share(total_bytes: int) -> int:
     return total_bytes // 32
 
 
+def pending_share(total_bytes: int) -> int:
+    """The part of a budget for the joins' pending non-matches held in memory."""
+    return total_bytes // 16
+
+
 def recent_share(total_bytes: int, recent_bytes: int | None) -> int:
-    """The newest window records' part of a budget (default three eighths), checked."""
-    recent = total_bytes * 3 // 8 if recent_bytes is None else recent_bytes
-    others = input_share(total_bytes) + fetch_share(total_bytes)
+    """The newest window records' part of a budget (default five sixteenths), checked."""
+    recent = total_bytes * 5 // 16 if recent_bytes is None else recent_bytes
+    others = input_share(total_bytes) + fetch_share(total_bytes) + pending_share(total_bytes)
     if recent < 0 or total_bytes - recent - others < MIN_ROCKSDB_BYTES:
         raise ConfigurationError(
             f"memory budget {format_size(total_bytes)} with {format_size(recent)} for the "

@@ -33,9 +33,10 @@ from streamjoin.memory_settings import (
     fetch_share,
     format_size,
     input_share,
+    pending_share,
     recent_share,
 )
-from streamjoin.state.stores.recent_records import RecentBudget
+from streamjoin.state.stores.byte_budget import ByteBudget
 
 __all__ = (
     "STORE_OVERHEAD_BYTES",
@@ -96,16 +97,19 @@ class MemoryUsage:
     block_cache: int
     """Data, index and filter blocks (the cache's usage less the write buffers' charge)."""
     recent_records: int
+    pending_non_matches: int
 
     @property
     def total(self) -> int:
-        return self.write_buffers + self.block_cache + self.recent_records
+        return (
+            self.write_buffers + self.block_cache + self.recent_records + self.pending_non_matches
+        )
 
 
 class MemoryBudget:
     """The worker's memory for state: RocksDB's part (block cache holding the write buffers'
-    charge), the newest window records' part, the input buffers' part and the fetch answers'
-    part."""
+    charge), the newest window records' part, the pending non-matches' part, the input buffers'
+    part and the fetch answers' part."""
 
     def __init__(
         self,
@@ -114,11 +118,11 @@ class MemoryBudget:
         recent_bytes: int | None = None,
         rocksdb_options: RocksDBOptionsSetter | None = None,
     ) -> None:
-        """`recent_bytes`: the newest window records' part (default three eighths)."""
+        """`recent_bytes`: the newest window records' part (default five sixteenths)."""
         recent = recent_share(total_bytes, recent_bytes)
         self.total_bytes = total_bytes
         self.recent_bytes = recent
-        self.recent = RecentBudget(recent)
+        self.recent = ByteBudget(recent)
         self._stores: set[MemtableHolder] = set()
         self.forced_flushes = 0
         """Memtables flushed by `relieve_write_buffers` (RocksDB's own flushes fell behind)."""
@@ -128,7 +132,12 @@ class MemoryBudget:
         self.fetch_bytes = fetch_share(total_bytes)
         """Fetch answers the worker's consumer holds until its tasks read them (its fetch
         sizes follow the assignment: kafka/fetch_sizes.py)."""
-        self.rocksdb_bytes = total_bytes - recent - self.input_bytes - self.fetch_bytes
+        self.pending = ByteBudget(pending_share(total_bytes))
+        """The joins' pending non-matches held in memory, all tasks together (past it, they wait
+        in their stores: runtime/joins/pending.py)."""
+        self.rocksdb_bytes = (
+            total_bytes - recent - self.pending.max_bytes - self.input_bytes - self.fetch_bytes
+        )
         # A third: memtables overshoot the limit while their flushes run (measured: by half).
         self.write_buffer_bytes = self.rocksdb_bytes // 3
         self.memtable_bytes = min(max(self.write_buffer_bytes // 16, MIB), 8 * MIB)
@@ -220,6 +229,7 @@ class MemoryBudget:
             write_buffers=write_buffers,
             block_cache=max(0, self.block_cache.get_usage() - write_buffers),
             recent_records=self.recent.used_bytes,
+            pending_non_matches=self.pending.used_bytes,
         )
 
     def describe(self) -> str:
@@ -229,7 +239,8 @@ class MemoryBudget:
             f"{format_size(self.rocksdb_bytes)} holding write buffers up to "
             f"{format_size(self.write_buffer_bytes)} ({format_size(self.memtable_bytes)} "
             f"memtables), newest window records {format_size(self.recent_bytes)} less "
-            f"{format_size(STORE_OVERHEAD_BYTES)} per open store, fetched records waiting for "
+            f"{format_size(STORE_OVERHEAD_BYTES)} per open store, pending non-matches "
+            f"{format_size(self.pending.max_bytes)}, fetched records waiting for "
             f"their tasks {format_size(self.input_bytes)}, fetch answers not yet read "
             f"{format_size(self.fetch_bytes)}; shared by every store and task of this worker"
         )

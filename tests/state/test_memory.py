@@ -46,7 +46,8 @@ def test_a_size_that_is_not_one_is_refused_with_an_example(text: str) -> None:
 
 def test_the_budget_splits_into_rocksdb_newest_records_and_buffers() -> None:
     memory = MemoryBudget(256 * MIB)
-    assert memory.recent_bytes == 96 * MIB
+    assert memory.recent_bytes == 80 * MIB
+    assert memory.pending.max_bytes == 16 * MIB
     assert memory.input_bytes == 16 * MIB
     assert memory.fetch_bytes == 8 * MIB
     assert memory.rocksdb_bytes == 136 * MIB

@@ -6,19 +6,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamjoin.state.stores.byte_budget import ByteBudget
 from streamjoin.state.stores.encoding import NO_TIME
-from streamjoin.state.stores.recent_records import (
-    RECORD_OVERHEAD_BYTES,
-    RecentBudget,
-    RecentRecords,
-)
+from streamjoin.state.stores.recent_records import RECORD_OVERHEAD_BYTES, RecentRecords
 
 ONE = 1 + 1 + RECORD_OVERHEAD_BYTES
 """Estimated size of a record with a one-byte key and a one-byte value."""
 
 
 def test_answers_in_time_order_with_equal_timestamps_in_put_order() -> None:
-    recent = RecentRecords(NO_TIME, RecentBudget(10 * ONE))
+    recent = RecentRecords(NO_TIME, ByteBudget(10 * ONE))
     for ts, value in [(5, b"a"), (3, b"b"), (5, b"c"), (4, b"d")]:
         recent.add(b"k", ts, value, value.upper())
     recent.add(b"j", 4, b"x", None)
@@ -27,7 +24,7 @@ def test_answers_in_time_order_with_equal_timestamps_in_put_order() -> None:
 
 
 def test_over_budget_the_oldest_put_goes_and_the_floor_rises_to_it() -> None:
-    recent = RecentRecords(NO_TIME, RecentBudget(2 * ONE))
+    recent = RecentRecords(NO_TIME, ByteBudget(2 * ONE))
     recent.add(b"k", 10, b"a", None)
     recent.add(b"k", 5, b"b", None)  # out of order: put second, older
     recent.add(b"k", 20, b"c", None)  # evicts the record at 10
@@ -38,7 +35,7 @@ def test_over_budget_the_oldest_put_goes_and_the_floor_rises_to_it() -> None:
 
 
 def test_expire_lets_go_of_old_records_front_first() -> None:
-    recent = RecentRecords(NO_TIME, RecentBudget(100 * ONE))
+    recent = RecentRecords(NO_TIME, ByteBudget(100 * ONE))
     for ts in (1, 2, 9, 3):
         recent.add(b"k", ts, b"v", None)
     recent.expire(2)
@@ -49,7 +46,7 @@ def test_expire_lets_go_of_old_records_front_first() -> None:
 
 
 def test_reset_and_raise_floor() -> None:
-    recent = RecentRecords(NO_TIME, RecentBudget(100 * ONE))
+    recent = RecentRecords(NO_TIME, ByteBudget(100 * ONE))
     recent.add(b"k", 7, b"v", None)
     recent.raise_floor(7)
     assert recent.get(b"k", 0, 10) == []
@@ -68,7 +65,7 @@ def test_reset_and_raise_floor() -> None:
 def test_holds_every_record_above_the_floor_within_the_budget(
     puts: list[tuple[bytes, int]], budget_records: int, low: int, width: int
 ) -> None:
-    recent = RecentRecords(NO_TIME, RecentBudget(budget_records * ONE))
+    recent = RecentRecords(NO_TIME, ByteBudget(budget_records * ONE))
     for i, (key, ts) in enumerate(puts):
         recent.add(key, ts, b"v", i)
     assert recent.size_bytes <= budget_records * ONE
@@ -82,7 +79,7 @@ def test_holds_every_record_above_the_floor_within_the_budget(
 
 
 def test_stores_share_one_budget_and_a_put_evicts_from_its_own_store() -> None:
-    budget = RecentBudget(3 * ONE)
+    budget = ByteBudget(3 * ONE)
     left, right = RecentRecords(NO_TIME, budget), RecentRecords(NO_TIME, budget)
     left.add(b"k", 1, b"a", None)
     left.add(b"k", 2, b"b", None)
@@ -107,7 +104,7 @@ def test_stores_share_one_budget_and_a_put_evicts_from_its_own_store() -> None:
 def test_shared_budget_bounds_the_sum_and_each_store_answers_above_its_floor(
     puts: list[tuple[int, bytes, int]], budget_records: int
 ) -> None:
-    budget = RecentBudget(budget_records * ONE)
+    budget = ByteBudget(budget_records * ONE)
     stores = [RecentRecords(NO_TIME, budget) for _ in range(3)]
     for i, (store, key, ts) in enumerate(puts):
         stores[store].add(key, ts, b"v", i)

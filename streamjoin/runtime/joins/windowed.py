@@ -136,7 +136,7 @@ class WindowedJoin:
                     continue  # the same source record stored twice by an at-least-once replay
                 seen.add(that.offset)
             if pending is not None:
-                pending.discard(other_t, other, key)
+                pending.discard(other_t, other, key, that.offset)
             outputs.append(join_output(side, key, this, that, max(t, other_t)))
         self.counters.matched += len(outputs)
         return outputs

@@ -34,6 +34,7 @@ def register_memory_metrics(
             ((("kind", "write_buffers"),), float(usage.write_buffers)),
             ((("kind", "block_cache"),), float(usage.block_cache)),
             ((("kind", "recent_records"),), float(usage.recent_records)),
+            ((("kind", "pending_non_matches"),), float(usage.pending_non_matches)),
             ((("kind", "input_buffers"),), float(input_buffers())),
         ]
 
@@ -43,6 +44,7 @@ def register_memory_metrics(
             ((("kind", "rocksdb"),), float(memory.rocksdb_bytes)),
             ((("kind", "write_buffers"),), float(memory.write_buffer_bytes)),
             ((("kind", "recent_records"),), float(memory.recent.max_bytes)),
+            ((("kind", "pending_non_matches"),), float(memory.pending.max_bytes)),
             ((("kind", "input_buffers"),), float(memory.input_bytes)),
             ((("kind", "fetch_buffers"),), float(memory.fetch_bytes)),
         ]

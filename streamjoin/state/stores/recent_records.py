@@ -21,7 +21,9 @@ from collections import deque
 from operator import itemgetter
 from typing import Any
 
-__all__ = ("RECORD_OVERHEAD_BYTES", "RecentBudget", "RecentRecords")
+from streamjoin.state.stores.byte_budget import ByteBudget
+
+__all__ = ("RECORD_OVERHEAD_BYTES", "RecentRecords")
 
 RECORD_OVERHEAD_BYTES = 450
 """What a record costs here besides its key and value bytes (object headers, tuples, list and
@@ -35,18 +37,10 @@ Entry = tuple[int, bytes, Any]
 _TIMESTAMP = itemgetter(0)
 
 
-class RecentBudget:
-    """Bytes the newest records of all window stores sharing it may take together."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.used_bytes = 0
-
-
 class RecentRecords:
     """Records by key in put order, each key's list and the put order evicted front first."""
 
-    def __init__(self, floor: int, budget: RecentBudget) -> None:
+    def __init__(self, floor: int, budget: ByteBudget) -> None:
         self.floor = floor
         """Every record put since opening with a larger timestamp is here (others may be)."""
         self._budget = budget

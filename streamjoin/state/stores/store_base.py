@@ -26,6 +26,7 @@ from streamjoin.state.errors import StoreNotWritableError
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreSpec
 from streamjoin.state.stores.bulk_load import BulkLoad
+from streamjoin.state.stores.byte_budget import HeldBytes
 from streamjoin.state.stores.rocks import open_rocksdb
 
 __all__ = ("LocalStore",)
@@ -48,6 +49,9 @@ class LocalStore(ABC):
         self._db: Rdict = open_rocksdb(path, memory.options(spec.name)) if db is None else db
         self._bulk = BulkLoad(self._db, path)
         memory.store_opened(self)
+        self.index_memory = HeldBytes(memory.pending)
+        """What an index kept beside this store holds (a join's pending non-matches), given
+        back to the budget when the store closes."""
         self._closed = False
         self._writer: ChangelogWriter | None = None
         self._unlogged = False
@@ -194,4 +198,5 @@ class LocalStore(ABC):
         self.discard_pending()
         self._writer = None
         self.memory.store_closed(self)
+        self.index_memory.release()
         return self._db
