@@ -318,6 +318,7 @@ class Worker:
                 # records at hand, room in the producer): heartbeats and fetches run in between.
                 await asyncio.sleep(0.005 if busy and not processed else 0)
                 now = time.monotonic()
+                gc_tuning.collect_young_when_due(now)
                 gc_tuning.reclaim_frozen_garbage(now)
                 due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit

@@ -10,7 +10,9 @@ import pytest
 
 from streamjoin.runtime.process.gc_tuning import (
     RECLAIM_INTERVAL_S,
+    YOUNG_INTERVAL_S,
     YOUNG_THRESHOLD,
+    collect_young_when_due,
     collector_tuned_for_throughput,
     reclaim_frozen_garbage,
 )
@@ -78,3 +80,25 @@ def test_frozen_cycles_are_reclaimed_when_due(default_thresholds: tuple[int, int
         assert reclaim_frozen_garbage(now) is None, "not due yet"
         assert (reclaim_frozen_garbage(now + RECLAIM_INTERVAL_S) or 0) >= 2, "the two nodes"
         assert gc.get_freeze_count() > 0, "the survivors are frozen again"
+
+
+def test_survivors_leave_the_collectors_sight_on_time_when_as_many_frozen_objects_die(
+    default_thresholds: tuple[int, int, int],
+) -> None:
+    """A worker in a steady state frees about as many (frozen) objects as it allocates, so
+    CPython's count of net allocations stays under the threshold while the survivors pile up
+    unfrozen: measured at 6,000 records/s, the young collection that came at a commit every
+    5 s traversed 166,000 of them, 99 ms."""
+    with collector_tuned_for_throughput():
+        old = [Node() for _ in range(20_000)]
+        gc.collect(0)  # frozen
+        young = []
+        for _ in range(len(old)):
+            old.pop()  # a frozen object dies...
+            young.append(Node())  # ...and a new one lives on
+        assert len(gc.get_objects(0)) >= len(young), "no collection came: they piled up"
+        now = time.monotonic()
+        assert not collect_young_when_due(now), "not due yet"
+        assert collect_young_when_due(now + YOUNG_INTERVAL_S)
+        seen = {id(obj) for obj in gc.get_objects(0)}
+        assert not any(id(node) in seen for node in young), "frozen by the collection on time"
