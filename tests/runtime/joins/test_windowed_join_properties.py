@@ -34,11 +34,12 @@ def run(
     after: int,
     grace: int,
     records: list[Record],
-    storage: tuple[int, int, type] = (0, 1 << 20, str),
+    storage: tuple[int, int, type, int | None] = (0, 1 << 20, str, None),
 ) -> tuple[list[Any], tuple[int, int]]:
     """`storage`: commit after every so many records (0: never), the window stores' memory
-    budget, and the value type (str values are immutable, so their decoded values are kept)."""
-    commit_every, memory, value_type = storage
+    budget, the value type (str values are immutable, so their decoded values are kept), and
+    the pending non-matches' part of the budget in memory (None: the default)."""
+    commit_every, memory, value_type, pending_bytes = storage
     app = App("props", window_memory_bytes=memory)
     left, right = app.topic("L", value_type=value_type), app.topic("R", value_type=value_type)
     window = JoinWindows(before=before, after=after, grace=grace)
@@ -46,6 +47,8 @@ def run(
         lambda left_value, right_value: [left_value, right_value]
     )
     with TestDriver(app) as driver:
+        if pending_bytes is not None:
+            driver.memory.pending.max_bytes = pending_bytes
         for i, (side, key, t) in enumerate(records):
             driver.pipe(side, f"{side}{i}", key=key, timestamp=t)
             if commit_every and i % commit_every == commit_every - 1:
@@ -100,17 +103,20 @@ windows = st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(0, 15)).
     window=windows,
     records=records_strategy,
     storage=st.tuples(
-        st.integers(0, 6), st.sampled_from([0, 500, 1 << 20]), st.sampled_from([str, dict])
+        st.integers(0, 6),
+        st.sampled_from([0, 500, 1 << 20]),
+        st.sampled_from([str, dict]),
+        st.sampled_from([None, 0, 1_500]),
     ),
 )
 def test_join_matches_the_brute_force_reference(
     how: str,
     window: tuple[int, int, int],
     records: list[Record],
-    storage: tuple[int, int, type],
+    storage: tuple[int, int, type, int | None],
 ) -> None:
     """Wherever the stores' records are (unflushed, in RocksDB, in memory or not, decoded or
-    not), the output is the same."""
+    not; pending non-matches in memory or in their store only), the output is the same."""
     output, late = run(how, *window, records, storage)
     expected, expected_late = reference(how, *window, records)
     assert Counter(output) == expected
