@@ -82,11 +82,12 @@ class AppSettings:
     when no follow-up was asked for."""
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     """Memory of all the worker's state stores together: RocksDB's block cache and write
-    buffers, the window stores' newest records, and the fetched records waiting in the tasks'
-    input buffers (docs/workers.md, "Memory")."""
+    buffers, the window stores' newest records, the joins' pending non-matches held in memory,
+    and the fetched records waiting in the tasks' input buffers (docs/workers.md, "Memory")."""
     window_memory_bytes: int | None = None
     """Of the budget, what the window stores' newest records may take, all stores together:
-    a join reads its matches there without RocksDB (default half; 0: always read RocksDB)."""
+    a join reads its matches there without RocksDB (default five sixteenths; 0: always read
+    RocksDB)."""
     rocksdb_options: RocksDBOptionsSetter | None = None
     """`(store_name, options, table_options) -> None`, to tune each store's RocksDB options
     (as Kafka Streams' rocksdb.config.setter)."""

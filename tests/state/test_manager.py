@@ -16,6 +16,8 @@ import pytest
 
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicLayoutError, TopicSpec, ensure_topics
+from streamjoin.runtime.joins.pending import PendingNonMatches
+from streamjoin.runtime.joins.records import Side
 from streamjoin.state import (
     RestoreCompleted,
     RestoreProgress,
@@ -509,3 +511,16 @@ async def test_the_first_commit_after_a_store_was_wiped_writes_the_checkpoint(
     assert [e.store for e in events if isinstance(e, StateWiped)] == ["kv"]
     await second.commit()
     assert checkpointed(second) == again.positions
+
+
+async def test_a_suspended_task_gives_back_the_memory_its_pending_non_matches_held(
+    producer: Any, managers: Callable[..., Any], unique: str
+) -> None:
+    """Its join is gone while its stores stay open (it may come back): the budget's part for
+    pending non-matches must not count an index nobody holds."""
+    manager = await managers(producer, app_id=f"held-{unique}")
+    task = await running(manager)
+    PendingNonMatches(task.kv("kv")).add(1, Side.LEFT, b"k", 0, b"v")
+    assert manager.memory.pending.used_bytes > 0
+    await manager.suspend(SPEC.task_id)
+    assert manager.memory.pending.used_bytes == 0

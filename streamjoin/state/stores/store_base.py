@@ -70,8 +70,11 @@ class LocalStore(ABC):
         return self.spec.name
 
     def attach_writer(self, writer: ChangelogWriter | None) -> None:
-        """Make the store writable through `writer`, or read-only with None."""
+        """Make the store writable through `writer`, or read-only with None (its task no
+        longer runs: the index its join kept beside it is gone)."""
         self._writer = writer
+        if writer is None:
+            self.index_memory.release()
 
     def source_applied(self, offset: int) -> None:
         """Source-fed store: the source record at `offset` is applied (written or skipped)."""
