@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamjoin.assignment.model import Subscription, TopicPartition
@@ -213,6 +213,7 @@ def test_a_task_stays_on_the_member_of_a_host_that_ran_it() -> None:
     hosts=st.lists(st.integers(1, 3), min_size=1, max_size=4),
     partitions=st.integers(1, 24),
 )
+@example(hosts=[1, 1, 1, 3], partitions=4)  # found in CI: four hosts, one task each
 def test_a_new_group_spreads_tasks_by_host_capacity_then_over_each_hosts_processes(
     hosts: list[int], partitions: int
 ) -> None:
@@ -227,9 +228,14 @@ def test_a_new_group_spreads_tasks_by_host_capacity_then_over_each_hosts_process
         for m, a in assignor.assign(counts, subscriptions).items()
     }
     assert sum(told.values()) == partitions
+    every_host_gets_one = partitions >= len(hosts)  # whatever its share (active_placement.py)
     for h, processes in enumerate(hosts):
         mine = [told[f"h{h}-{m}"] for m in range(processes)]
-        assert abs(sum(mine) - partitions * processes / sum(hosts)) < 1
+        share = partitions * processes / sum(hosts)
+        if every_host_gets_one:
+            assert sum(mine) >= 1
+        if not every_host_gets_one or min(partitions * p / sum(hosts) for p in hosts) >= 1:
+            assert abs(sum(mine) - share) < 1
         assert max(mine) - min(mine) <= 1
 
 
