@@ -21,7 +21,7 @@ from collections import deque
 from operator import itemgetter
 from typing import Any
 
-from streamjoin.state.stores.byte_budget import ByteBudget
+from streamjoin.state.stores.byte_budget import ByteBudget, HeldBytes
 
 __all__ = ("RECORD_OVERHEAD_BYTES", "RecentRecords")
 
@@ -43,11 +43,14 @@ class RecentRecords:
     def __init__(self, floor: int, budget: ByteBudget) -> None:
         self.floor = floor
         """Every record put since opening with a larger timestamp is here (others may be)."""
-        self._budget = budget
+        self._held = HeldBytes(budget)
         self._by_key: dict[bytes, list[Entry]] = {}
         self._put_order: deque[tuple[int, bytes, int]] = deque()
         """(timestamp, key, estimated size) of every record here, in put order."""
-        self.size_bytes = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return self._held.bytes
 
     def __len__(self) -> int:
         return len(self._put_order)
@@ -62,9 +65,8 @@ class RecentRecords:
         if memo is not None:
             size += len(value)
         self._put_order.append((timestamp, key, size))
-        self.size_bytes += size
-        budget = self._budget
-        budget.used_bytes += size
+        self._held.add(size)
+        budget = self._held.budget
         order = self._put_order
         while budget.used_bytes > budget.max_bytes and order:
             self._evict_oldest()
@@ -92,8 +94,7 @@ class RecentRecords:
         on with timestamps above `floor` count."""
         self._by_key.clear()
         self._put_order.clear()
-        self._budget.used_bytes -= self.size_bytes
-        self.size_bytes = 0
+        self._held.release()
         self.floor = floor
 
     def raise_floor(self, floor: int) -> None:
@@ -108,6 +109,5 @@ class RecentRecords:
             del self._by_key[key]
         else:
             del entries[0]
-        self.size_bytes -= size
-        self._budget.used_bytes -= size
+        self._held.remove(size)
         self.floor = max(self.floor, timestamp)
