@@ -23,7 +23,7 @@ from pathlib import Path
 from ads_join import Click, Impression, generate_traffic, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from produce import produce_all
-from runner_process import terminate
+from runner_process import rss_bytes, terminate
 
 from streamjoin.dsl.serdes import serde_for
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
@@ -171,7 +171,7 @@ async def timed_process(
                     done = json.loads(line)
                     if isinstance(done, dict) and done.get("event") == "done":
                         break
-        peak = peak_rss(process.pid)
+        peak = rss_bytes(process.pid, "VmHWM")
     finally:
         if exits:
             with contextlib.suppress(TimeoutError):
@@ -186,17 +186,8 @@ async def timed_process(
         done.get("longest_stall"),
         done.get("threads"),
         done.get("build"),
-        done.get("peak_rss") if peak is None else peak,
+        peak or done.get("peak_rss"),
     )
-
-
-def peak_rss(pid: int) -> int | None:
-    """Bytes: the peak resident memory of a running process so far (Linux: VmHWM)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
 
 
 def worker_command(

@@ -7,7 +7,9 @@ stamped in the measured span, the time a reader in this process got it minus the
 timestamp. Reported: p50, p99, max; the p99 of each second of arrivals (a bump at every commit
 shows as a few slow seconds), and the same folded onto the 5 s commit interval (a bump at
 commits); CPU per input record over the measured span (from /proc); peak RSS; how far behind
-the clock the newest result was when the traffic stopped.
+the clock the newest result was when the traffic stopped. The contender's stdout goes beside its
+log (`.status.log`): for the worker, its status lines, from which come its RSS at the first
+(the interpreter's baseline, before any traffic) and the most its memory budget counted.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from pathlib import Path
 
 from ads_join import topic_names
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from contenders import HERE, peak_rss
-from runner_process import terminate
+from contenders import HERE
+from runner_process import rss_bytes, terminate
 
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
 from streamjoin.lifetime import die_with_parent
@@ -52,6 +54,10 @@ class Live:
     behind: float
     """Seconds the newest result read was behind the clock when the traffic stopped."""
     peak_rss: int | None
+    base_rss: int | None
+    """The worker's RSS at its first status line, before any traffic."""
+    budgeted: int | None
+    """The most the worker's memory budget counted (state/memory.py, and its input buffers)."""
     latencies: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -128,9 +134,10 @@ async def run_live(
     """Run `command` (the contender on `prefix`'s topics) under live traffic at `rate`."""
     imp, clk, out = topic_names(prefix)
     await ensure_topics(bootstrap, [TopicSpec(t, partitions) for t in (imp, clk, out)])
-    with log.open("wb") as err:
+    status = log.with_suffix(".status.log")
+    with log.open("wb") as err, status.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.DEVNULL, stderr=err, preexec_fn=die_with_parent
+            *command, stdout=out, stderr=err, preexec_fn=die_with_parent
         )
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
@@ -159,7 +166,7 @@ async def run_live(
         await traffic.communicate()
         behind = end - newest[0]
         await asyncio.sleep(AFTER_TRAFFIC_S)
-        peak = peak_rss(process.pid)
+        peak = rss_bytes(process.pid, "VmHWM") or None
     finally:
         reading.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -167,6 +174,29 @@ async def run_live(
         await consumer.stop()
         await terminate(process)
     measured = [(ts, arrived) for ts, arrived in got if start <= ts < end]
+    base, budgeted = memory_seen(status)
     return Live(
-        contender, rate, measured, cpu_end - cpu_start, int(rate * (end - start)), behind, peak
+        contender,
+        rate,
+        measured,
+        cpu_end - cpu_start,
+        int(rate * (end - start)),
+        behind,
+        peak,
+        base,
+        budgeted,
     )
+
+
+def memory_seen(status: Path) -> tuple[int | None, int | None]:
+    """(RSS at the first status line, the most the budget counted) of a worker's status lines
+    (bench/worker_runner.py); (None, None) for a contender that prints none."""
+    lines = []
+    for text in status.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            line = json.loads(text)
+            if isinstance(line, dict) and "rss" in line:
+                lines.append(line)
+    if not lines:
+        return None, None
+    return lines[0]["rss"], max(line["budgeted"] for line in lines)

@@ -16,7 +16,15 @@ from typing import Any
 
 from streamjoin.lifetime import die_with_parent
 
-__all__ = ("RunnerProcess", "Snapshot", "owners_over_time", "settled", "terminate", "until")
+__all__ = (
+    "RunnerProcess",
+    "Snapshot",
+    "owners_over_time",
+    "rss_bytes",
+    "settled",
+    "terminate",
+    "until",
+)
 
 RUNNER = Path(__file__).resolve().parent / "worker_runner.py"
 
@@ -39,6 +47,8 @@ class Snapshot:
     """Assignments the worker received, so far."""
     budgeted: int
     """Bytes the memory budget counts in use: RocksDB's, the newest records', input buffers'."""
+    rss: int
+    """The worker's resident memory, bytes."""
 
     @classmethod
     def parse(cls, line: dict[str, Any]) -> Snapshot:
@@ -53,6 +63,7 @@ class Snapshot:
             line["late"],
             line["assignments"],
             line["budgeted"],
+            line["rss"],
         )
 
 
@@ -136,6 +147,16 @@ class RunnerProcess:
         if not self.log.exists():
             return "(not started)"
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory (`field` "VmHWM": its peak so far), from /proc; 0 once it
+    has exited."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 async def terminate(process: asyncio.subprocess.Process, grace_s: float = 30) -> None:

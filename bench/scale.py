@@ -48,9 +48,8 @@ from ads_join import AD_WINDOW, make_app, topic_names
 from aiokafka import AIOKafkaProducer
 from contenders import pipe, produce, timed_process, worker_command
 from restore import KEYS, VALUE, fill, raw_read, restore
-from runner_process import RunnerProcess, settled, until
+from runner_process import RunnerProcess, rss_bytes, settled, until
 from scale_out_traffic import LOAD_START_MS, Arrivals, produce_load
-from soak import rss_bytes
 
 from streamjoin import JoinWindows
 from streamjoin.broker import BROKER_KINDS, local_broker

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ads_join import Click, topic_names
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from runner_process import RunnerProcess, settled, until
+from runner_process import RunnerProcess, rss_bytes, settled, until
 from scale_out_traffic import impression
 from soak_crew import Crew, group_lag, until_drained
 
@@ -71,15 +71,6 @@ class Result:
     longest_stall_s: float
     missing_sample: list[str]
     kills: int
-
-
-def rss_bytes(pid: int, field: str = "VmRSS") -> int:
-    """A process's resident memory (`field` "VmHWM": its peak so far), from /proc."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 class Traffic:

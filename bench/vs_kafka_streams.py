@@ -26,7 +26,9 @@ Live: for each rate (`--rates`, records/s of impressions and clicks together) ea
 in turn (bench/live_latency.py): p50, p99, max; "bump": the worst second's p99 over the median
 second's; "commit": the same with the arrivals folded onto the 5 s commit interval, tenths of
 it (a stall at every commit stands out there, random ones do not); CPU per input record, peak
-RSS, whether it kept up.
+RSS, whether it kept up; for the worker also "base", its RSS before any traffic (the
+interpreter and the libraries), and "budget", the most its memory budget counted: peak RSS
+within base + budget is issue 40's goal for memory.
 
 Every figure is from this run; the machine's load is printed with them (latency tails need a
 quiet machine: on a shared one they measure the machine as much as the contenders).
@@ -201,7 +203,7 @@ def live_command(
         return streams_command(classpath, prefix, bootstrap, state)
     at_commit = ["--flush-interval", "1e9"] if contender == "worker-at-commit" else []
     return worker_command(
-        prefix, bootstrap, state, None, None, extra=["--report-every", "60", *at_commit]
+        prefix, bootstrap, state, None, None, extra=["--report-every", "5", *at_commit]
     )
 
 
@@ -235,14 +237,15 @@ async def live_rates(bootstrap: str, args: argparse.Namespace, work: Path, class
                 )
     print(
         f"\n{'rate/s':>7} {'contender':<17}{'results':>9}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
-        f"{'bump':>6}{'commit':>7}{'CPU us/rec':>11}{'RSS MiB':>8}{'behind s':>9}"
+        f"{'bump':>6}{'commit':>7}{'CPU us/rec':>11}{'RSS MiB':>8}{'base':>6}{'budget':>7}"
+        f"{'behind s':>9}"
     )
     for r in results:
         print(
             f"{r.rate:>7,} {r.contender:<17}{len(r.latencies):>9,}{r.quantile(0.5) * 1000:>8.0f}"
             f"{r.quantile(0.99) * 1000:>8.0f}{max(r.latencies, default=float('nan')) * 1000:>8.0f}"
             f"{r.bump():>6.1f}{r.commit_bump():>7.1f}{r.cpu_per_record * 1e6:>11.1f}"
-            f"{mib(r.peak_rss):>8}{r.behind:>9.1f}"
+            f"{mib(r.peak_rss):>8}{mib(r.base_rss):>6}{mib(r.budgeted):>7}{r.behind:>9.1f}"
         )
     by_rate: dict[int, dict[str, Live]] = {}
     for r in results:

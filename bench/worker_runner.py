@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ads_join import AD_WINDOW, make_app
+from runner_process import rss_bytes
 from unbounded import unbounded_settings
 
 from streamjoin import JoinWindows
@@ -78,6 +79,7 @@ def counts(worker: Worker) -> dict[str, Any]:
         "late": sum(c.late for c in joined),
         "assignments": manager.rebalances,
         "budgeted": worker.memory.usage().total + manager.buffered_bytes(),
+        "rss": rss_bytes(os.getpid()),
     }
 
 

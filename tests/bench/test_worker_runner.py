@@ -1,6 +1,7 @@
 """The benchmarks' worker process reports its running tasks: bench/scale_out.py and
 bench/brokers.py wait on these status lines, and a worker whose status stops at its first
-assignment (as after a change of the task manager's internals) makes them time out."""
+assignment (as after a change of the task manager's internals) makes them time out. Its memory
+there too: bench/live_latency.py compares the budget's count with the RSS."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ async def test_status_lines_show_running_tasks(broker: Broker, tmp_path: Path) -
         await until(lambda: settled([worker], PARTITIONS, started), 60, "both tasks running")
         assert worker.latest is not None
         assert len(worker.latest.running) == PARTITIONS
+        assert worker.latest.rss > worker.latest.budgeted > 0  # what bench/live_latency.py reads
     except TimeoutError:
         pytest.fail(f"latest status {worker.latest}; log:\n{worker.log_tail()}")
     finally:
