@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from streamjoin.lifetime import die_with_parent
 __all__ = (
     "RunnerProcess",
     "Snapshot",
+    "keep_logs",
     "owners_over_time",
     "rss_bytes",
     "settled",
@@ -157,6 +159,13 @@ def rss_bytes(pid: int, field: str = "VmRSS") -> int:
             if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def keep_logs(work: Path, into: Path) -> None:
+    """Copy the logs of a run's processes (`work`'s *.log) into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    for log in work.glob("*.log"):
+        shutil.copy(log, into / log.name)
 
 
 async def terminate(process: asyncio.subprocess.Process, grace_s: float = 30) -> None:

@@ -25,7 +25,7 @@ hour.
 
     python bench/scale.py [--partitions 8,64] [--impressions 30000] [--state-gb 0.1,1]
                           [--rounds 1] [--reads 3] [--broker kafka|tansu]
-                          [--skip-partitions|--skip-state]
+                          [--skip-partitions|--skip-state] [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from ads_join import AD_WINDOW, make_app, topic_names
 from aiokafka import AIOKafkaProducer
 from contenders import pipe, produce, timed_process, worker_command
 from restore import KEYS, VALUE, fill, raw_read, restore
-from runner_process import RunnerProcess, rss_bytes, settled, until
+from runner_process import RunnerProcess, keep_logs, rss_bytes, settled, until
 from scale_out_traffic import LOAD_START_MS, Arrivals, produce_load
 
 from streamjoin import JoinWindows
@@ -357,6 +357,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--skip-partitions", action="store_true")
     parser.add_argument("--skip-state", action="store_true")
     parser.add_argument("--broker", default="kafka", choices=BROKER_KINDS)
+    parser.add_argument("--keep-logs", help="copy the workers' logs into this directory")
     return parser
 
 
@@ -369,8 +370,12 @@ def main() -> None:
         local_broker(args.broker) as broker,
     ):
         print(f"{broker.name} broker {broker.bootstrap}, cpus={os.cpu_count()}, {load()}")
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run(broker.bootstrap, args, Path(work)))
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(run(broker.bootstrap, args, Path(work)))
+        finally:
+            if args.keep_logs:
+                keep_logs(Path(work), Path(args.keep_logs))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
 import tempfile
 import time
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import scale_out
 from ads_join import topic_names
-from runner_process import RunnerProcess, settled, until
+from runner_process import RunnerProcess, keep_logs, settled, until
 from scale_out_traffic import Arrivals, produce_load
 
 from streamjoin.broker import BROKER_KINDS, local_broker
@@ -108,7 +107,7 @@ async def run_round(bootstrap: str, args: argparse.Namespace, work: Path, mode: 
         await asyncio.gather(*background, return_exceptions=True)
         await asyncio.gather(*(w.stop() for w in workers))
         if args.keep_logs:
-            keep(work, Path(args.keep_logs) / work.name)
+            keep_logs(work, Path(args.keep_logs) / work.name)
 
 
 def three_workers(arguments: list[str], work: Path) -> list[RunnerProcess]:
@@ -119,12 +118,6 @@ def three_workers(arguments: list[str], work: Path) -> list[RunnerProcess]:
         )
         for i in (1, 2, 3)
     ]
-
-
-def keep(work: Path, into: Path) -> None:
-    into.mkdir(parents=True, exist_ok=True)
-    for log in work.glob("*.log"):
-        shutil.copy(log, into / log.name)
 
 
 async def scale_in(
