@@ -81,8 +81,9 @@ class TaskState:
         self._last_lag: int | None = None
         """The lag last measured, for the moment a change of phase leaves the ends unknown."""
         self._read_ends = ends
-        self._promotion: asyncio.Task[None] | None = None
-        """Reading the ends a standby promoted in place must reach before it runs."""
+        self._before_running: asyncio.Task[None] | None = None
+        """What a restored active waits for before it runs: the changelog ends a standby
+        promoted in place must reach, or RocksDB compacting what its restore piled up."""
         self._floors: dict[str, int] = {}
         """Those ends, by store: a high watermark seen in an older fetch response is not less."""
         self.local = TaskStores(
@@ -173,7 +174,7 @@ class TaskState:
         self._read_started = time.monotonic()
         start = {name: position or 0 for name, position in self.positions.items()}
         self._events.publish(RestoreStarted(self.task_id, False, start))
-        self._promotion = asyncio.create_task(self._reach_ends(), name=f"promote {self.task_id}")
+        self._before_running = asyncio.create_task(self._reach_ends())
 
     async def _reach_ends(self) -> None:
         assert self._read_ends is not None
@@ -184,11 +185,11 @@ class TaskState:
             )
         except Exception as exc:  # noqa: BLE001 - reading afresh is as correct, only slower
             logger.warning("task %s: no changelog ends (%s); it reads over", self.task_id, exc)
-            self._promotion = None
+            self._before_running = None
             self._stop_reading()
             self._begin_reading(standby=False)
             return
-        self._promotion = None
+        self._before_running = None
         for name in self.stores:
             end = ends[TopicPartition(topics[name], self.spec.partition)]
             self._floors[name] = end
@@ -352,9 +353,9 @@ class TaskState:
             self._reader.untrack(self.local.topics[name], self.spec.partition)
         self._highwaters.clear()
         self._floors.clear()
-        if self._promotion is not None:
-            self._promotion.cancel()
-            self._promotion = None
+        if self._before_running is not None:
+            self._before_running.cancel()
+            self._before_running = None
 
     def on_progress(self, store: str, position: int, highwater: int) -> None:
         self.positions[store] = position
@@ -364,7 +365,7 @@ class TaskState:
             self._last_lag = remaining
         if remaining == 0:
             self._caught_up_at = time.monotonic()
-        if self.phase is TaskPhase.RESTORING and remaining == 0 and self._promotion is None:
+        if self.phase is TaskPhase.RESTORING and remaining == 0 and self._before_running is None:
             self._complete_restore()
             return
         now = time.monotonic()
@@ -375,8 +376,16 @@ class TaskState:
 
     def _complete_restore(self) -> None:
         self._stop_reading()
-        for name, store in self.stores.items():
+        for store in self.stores.values():
             store.flush_in_background()  # the next checkpoint (commit) finds it done
+        if self.local.piled():  # reads through the pile would stall the worker: wait it out
+            self._before_running = asyncio.create_task(self.local.until_compacted(self._run))
+        else:
+            self._run()
+
+    def _run(self) -> None:
+        self._before_running = None
+        for name, store in self.stores.items():
             writer = ChangelogWriter(self._producer, self.local.topics[name], self.spec.partition)
             self._writers[name] = writer
             store.attach_writer(writer)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -87,6 +89,9 @@ per task (13% of a 512-task worker's samples on a backlog). A checkpoint behind 
 costs only a longer restore after a crash: the changelog replays from it over what RocksDB
 holds, and yields what the changelog holds. Suspending and closing always write it, and so does
 the first checkpoint after a store was wiped."""
+
+COMPACTION_POLL_S = 0.1
+"""How often a task waiting for its stores' compaction looks at their level 0."""
 
 
 class TaskStores:
@@ -187,6 +192,26 @@ class TaskStores:
 
     def position_sum(self) -> int:
         return sum(position or 0 for position in self.positions.values())
+
+    def piled(self) -> bool:
+        """Whether a store's restore left a pile of level-0 files (stores/bulk_load.py)."""
+        return any(store.level0_pile() for store in self.stores.values())
+
+    async def until_compacted(self, then: Callable[[], None]) -> None:
+        """Call `then` once RocksDB has compacted the piles the stores' restores left, saying
+        that the task waits and for how long (compacting takes a few seconds a GB)."""
+        piles = {name: files for name, s in self.stores.items() if (files := s.level0_pile())}
+        task_id, started = self.spec.task_id, time.monotonic()
+        logger.info(
+            "task %s runs once RocksDB compacts the level-0 files its restore wrote (%s): "
+            "reads through them would stall the worker",
+            task_id,
+            ", ".join(f"{files} of {name}" for name, files in piles.items()),
+        )
+        while self.piled():  # noqa: ASYNC110 - RocksDB tells no one when it is done
+            await asyncio.sleep(COMPACTION_POLL_S)
+        logger.info("task %s: compacted in %.1fs", task_id, time.monotonic() - started)
+        then()
 
     def checkpoint(self, *, enforce: bool = True) -> None:
         """Durably record the positions: sync RocksDB, then replace the checkpoint file.

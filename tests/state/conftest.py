@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from streamjoin.state import StateConfig, StateManager
+from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import ReaderConfig
 
 
@@ -82,6 +83,7 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
         max_pending_writes: int = 1000,
         isolation_level: str = "read_uncommitted",
         lock_timeout_s: float = 60.0,
+        memory: MemoryBudget | None = None,
     ) -> StateManager:
         manager = StateManager(
             state_dir=state_dir or tmp_path / "state",
@@ -94,6 +96,7 @@ async def managers(broker: Any, tmp_path: Path) -> AsyncIterator[Callable[..., A
                 reader=ReaderConfig(isolation_level=isolation_level),
                 lock_timeout_s=lock_timeout_s,
             ),
+            memory=memory,
         )
         await manager.start()
         opened.append(manager)

@@ -128,3 +128,37 @@ def test_without_the_store_s_own_options_compactions_are_never_held(tmp_path: Pa
         assert store._bulk.loading
     finally:
         store.close()
+
+
+def test_the_pile_counts_while_it_compacts_and_not_while_the_restore_goes_on(
+    tmp_path: Path, make_record: Callable[[int, bytes | None, bytes | None], Any]
+) -> None:
+    """What a restored task waits out before it runs (TaskStores.until_compacted)."""
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", MEMORY)
+    try:
+        restore_many_memtables(store, make_record)
+        assert store.level0_pile() == 0  # still restoring: nothing compacts, nothing reads
+        store._bulk.loading = False  # the restore's end (`BulkLoad.end`), in two steps:
+        assert store.level0_pile() == level0_files(store) == BATCHES
+        store._db.set_options({"disable_auto_compactions": "false"})  # compactions resume
+        wait_for(lambda: store.level0_pile() == 0, "the pile compacted")
+        assert level0_files(store) < 10
+    finally:
+        store.close()
+
+
+def test_no_pile_is_waited_for_where_the_store_s_own_options_never_compact(
+    tmp_path: Path, make_record: Callable[[int, bytes | None, bytes | None], Any]
+) -> None:
+    def never_compact(name: str, options: Any, table: Any) -> None:
+        options.set_disable_auto_compactions(True)
+
+    memory = MemoryBudget(total_bytes=64 * 1024 * 1024, rocksdb_options=never_compact)
+    store = KeyValueStore(StoreSpec.kv("kv"), tmp_path / "kv", memory)
+    try:
+        restore_many_memtables(store, make_record)
+        store.flush_in_background()
+        assert level0_files(store) == BATCHES
+        assert store.level0_pile() == 0  # it would wait forever
+    finally:
+        store.close()

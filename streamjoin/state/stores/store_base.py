@@ -164,6 +164,10 @@ class LocalStore(ABC):
         self._bulk.end()  # a restoring task suspended or closed: compact what it wrote
         self._bulk.settle()
 
+    def level0_pile(self) -> int:
+        """Level-0 files a restore left, compacting, that reads should not meet (BulkLoad)."""
+        return 0 if self._closed else self._bulk.pile()
+
     def flush_memtables(self) -> None:
         """Write the memtables to disk and wait: the budget's back-pressure (memory.py)."""
         if not self._closed:
