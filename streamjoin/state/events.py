@@ -50,6 +50,7 @@ class RestoreCompleted:
     task_id: str
     restored: int
     seconds: float
+    """Reading the changelogs; a compaction the task then waited for is logged apart."""
 
 
 @dataclass(frozen=True, slots=True)

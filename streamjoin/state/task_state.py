@@ -75,6 +75,7 @@ class TaskState:
         self._dir_lock = lock
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._read_started = 0.0
+        self._read_seconds = 0.0
         self._last_progress = 0.0
         self._caught_up_at: float | None = None
         """When (monotonic) the stores last reflected their changelogs' ends."""
@@ -376,6 +377,7 @@ class TaskState:
 
     def _complete_restore(self) -> None:
         self._stop_reading()
+        self._read_seconds = time.monotonic() - self._read_started  # its compaction apart
         for store in self.stores.values():
             store.flush_in_background()  # the next checkpoint (commit) finds it done
         if self.local.piled():  # reads through the pile would stall the worker: wait it out
@@ -390,7 +392,7 @@ class TaskState:
             self._writers[name] = writer
             store.attach_writer(writer)
         self.phase = TaskPhase.RUNNING
-        seconds = time.monotonic() - self._read_started
+        seconds = self._read_seconds
         logger.info("task %s restored %d records in %.2fs", self.task_id, self.restored, seconds)
         self._events.publish(RestoreCompleted(self.task_id, self.restored, seconds))
         if not self._ready.done():
