@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -30,6 +29,7 @@ from streamjoin.state.events import StateEvents, StateWiped
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
+from streamjoin.state.stores.bulk_load import until_compacted
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.rocks import open_rocksdb
 from streamjoin.state.stores.store_base import LocalStore
@@ -89,9 +89,6 @@ per task (13% of a 512-task worker's samples on a backlog). A checkpoint behind 
 costs only a longer restore after a crash: the changelog replays from it over what RocksDB
 holds, and yields what the changelog holds. Suspending and closing always write it, and so does
 the first checkpoint after a store was wiped."""
-
-COMPACTION_POLL_S = 0.1
-"""How often a task waiting for its stores' compaction looks at their level 0."""
 
 
 class TaskStores:
@@ -198,19 +195,8 @@ class TaskStores:
         return any(store.level0_pile() for store in self.stores.values())
 
     async def until_compacted(self, then: Callable[[], None]) -> None:
-        """Call `then` once RocksDB has compacted the piles the stores' restores left, saying
-        that the task waits and for how long (compacting takes a few seconds a GB)."""
-        piles = {name: files for name, s in self.stores.items() if (files := s.level0_pile())}
-        task_id, started = self.spec.task_id, time.monotonic()
-        logger.info(
-            "task %s runs once RocksDB compacts the level-0 files its restore wrote (%s): "
-            "reads through them would stall the worker",
-            task_id,
-            ", ".join(f"{files} of {name}" for name, files in piles.items()),
-        )
-        while self.piled():  # noqa: ASYNC110 - RocksDB tells no one when it is done
-            await asyncio.sleep(COMPACTION_POLL_S)
-        logger.info("task %s: compacted in %.1fs", task_id, time.monotonic() - started)
+        """Call `then` once RocksDB has compacted what the stores' restores piled up."""
+        await until_compacted(f"task {self.spec.task_id}", self.stores)
         then()
 
     def checkpoint(self, *, enforce: bool = True) -> None:

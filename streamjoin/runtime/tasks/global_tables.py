@@ -31,6 +31,7 @@ from streamjoin.kafka.connection import KafkaTarget, connect
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.reader import FETCHER_TURNS
+from streamjoin.state.stores.bulk_load import until_compacted
 from streamjoin.state.stores.global_store import GlobalStore
 
 __all__ = ("GlobalTables",)
@@ -139,13 +140,15 @@ class GlobalTables:
         resumed = {t: bool(s.positions) for t, s in self._stores.items()}
         while await self._behind():
             await self._read(timeout_ms=100, logged=False)
-        restored = time.monotonic()
-        for topic, store in self._stores.items():
+        self.restore_seconds = time.monotonic() - started  # the compaction is logged apart
+        for store in self._stores.values():
             store.flush_in_background()  # so that the first commit's checkpoint is quick
+        await until_compacted("the global tables", self._stores)
+        restored = time.monotonic()
+        for topic in self._stores:
             for partition in range(self._partitions[topic]):
                 self._caught_up_at[TopicPartition(topic, partition)] = restored
         self.restored_records = sum(store.applied for store in self._stores.values()) - before
-        self.restore_seconds = time.monotonic() - started
         for topic, store in sorted(self._stores.items()):
             logger.info(
                 "global table %s: restored %s to %s (%d records read in %.1f s)",

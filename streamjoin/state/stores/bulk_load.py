@@ -12,17 +12,24 @@ own values once level 0 is small again, also for a store reopened with such a pi
 
 Reads must not meet the pile, though: every file of it spans every key, so a read seeks in each
 one (3 ms a key at 1 GB of window state, against 0.05 once compacted; the first joins after a
-10 GB restore stalled the event loop for minutes). So the task waits for the compaction before
-it runs (`pile`; TaskStores.until_compacted), a few seconds a GB on RocksDB's threads.
+10 GB restore stalled the event loop for minutes). So a restored task, and the global tables at
+start-up, wait for that compaction (`until_compacted`), a few seconds a GB on RocksDB's threads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from rocksdict import Rdict
 
-__all__ = ("BulkLoad",)
+__all__ = ("BulkLoad", "until_compacted")
+
+logger = logging.getLogger(__name__)
 
 STALL_OPTIONS = (
     "level0_slowdown_writes_trigger",
@@ -40,6 +47,8 @@ COMPACTIONS = "disable_auto_compactions"
 COMPACTION_TRIGGER = "level0_file_num_compaction_trigger"
 SETTLED_SHARE = 2
 """Stall triggers return once level 0 has fewer files than the slowdown trigger / this."""
+COMPACTION_POLL_S = 0.1
+"""How often `until_compacted` looks at the stores' level 0."""
 
 
 class BulkLoad:
@@ -97,6 +106,28 @@ class BulkLoad:
 
     def _settled_below(self) -> int:
         return int(self._own.get(STALL_OPTIONS[0], "20")) // SETTLED_SHARE
+
+
+class Piled(Protocol):
+    def level0_pile(self) -> int: ...
+
+
+async def until_compacted(what: str, stores: Mapping[str, Piled]) -> None:
+    """Return once RocksDB has compacted the piles of level-0 files that restores left in
+    `stores`, saying that `what` waits (reads through them would stall) and for how long."""
+    piles = {name: files for name, store in stores.items() if (files := store.level0_pile())}
+    if not piles:
+        return
+    started = time.monotonic()
+    logger.info(
+        "%s waits for RocksDB to compact the level-0 files its restore wrote (%s): reads "
+        "through them would stall the worker",
+        what,
+        ", ".join(f"{files} of {name}" for name, files in piles.items()),
+    )
+    while any(store.level0_pile() for store in stores.values()):  # noqa: ASYNC110 - RocksDB tells no one
+        await asyncio.sleep(COMPACTION_POLL_S)
+    logger.info("%s: compacted in %.1fs", what, time.monotonic() - started)
 
 
 def own_options(path: Path) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from worker_processes import EVENT_T0
 from streamjoin import App
 from streamjoin.broker import Broker
 from streamjoin.kafka.topics import TopicSpec, ensure_topics
+from streamjoin.memory_settings import MIB
 from streamjoin.runtime.tasks.global_tables import GlobalTables
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
@@ -194,5 +196,30 @@ async def test_a_copy_reports_its_lag_behind_the_topic_until_it_applies_the_upda
             await asyncio.sleep(0.1)
         assert tables.read_lag(topic, 0) == (0, 0)
         assert table_of(tables, topic)[b"C0"] == 7
+    finally:
+        await tables.close()
+
+
+async def test_a_restore_s_pile_of_level0_files_is_compacted_before_the_tables_are_read(
+    broker: Broker, unique: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The global tables restore with RocksDB's compactions held, which piles up level-0 files
+    that each span every key: a lookup through the pile reads every one of them, on the event
+    loop. The worker's processing waits for their compaction, and says so."""
+    caplog.set_level(logging.INFO, logger="streamjoin.state")
+    topic = f"countries-{unique}"
+    await ensure_topics(broker.bootstrap, [TopicSpec(topic, 1)])
+    records = 80_000  # of 1 kB: with 1 MiB memtables, about 20 level-0 files
+    await produce(broker.bootstrap, topic, [(f"C{k}", {"pad": "x" * 1000}) for k in range(records)])
+    tables = GlobalTables(
+        {topic: 1}, StateDirectory(tmp_path, "pile"), MemoryBudget(64 * MIB), broker.bootstrap
+    )
+    await tables.start()
+    try:
+        store = tables.table(topic)
+        level0 = store._db.property_int_value("rocksdb.num-files-at-level0")
+        assert level0 < 10, f"read through a pile of {level0} level-0 files"
+        assert sum(1 for _ in store.range()) == records
+        assert "waits for RocksDB to compact" in caplog.text
     finally:
         await tables.close()
