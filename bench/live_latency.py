@@ -135,9 +135,9 @@ async def run_live(
     imp, clk, out = topic_names(prefix)
     await ensure_topics(bootstrap, [TopicSpec(t, partitions) for t in (imp, clk, out)])
     status = log.with_suffix(".status.log")
-    with log.open("wb") as err, status.open("wb") as out:
+    with log.open("wb") as err, status.open("wb") as lines:
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=out, stderr=err, preexec_fn=die_with_parent
+            *command, stdout=lines, stderr=err, preexec_fn=die_with_parent
         )
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()

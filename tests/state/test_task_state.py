@@ -299,4 +299,4 @@ async def test_a_task_whose_restore_piled_up_level0_files_runs_once_they_are_com
     level0 = store._db.property_int_value("rocksdb.num-files-at-level0")
     assert level0 < 10, f"running on a pile of {level0} level-0 files"
     assert len(dict(store.range())) == PILE_RECORDS
-    assert "waits for RocksDB to compact" in caplog.text
+    assert "waiting for RocksDB to compact" in caplog.text

@@ -120,8 +120,8 @@ async def until_compacted(what: str, stores: Mapping[str, Piled]) -> None:
         return
     started = time.monotonic()
     logger.info(
-        "%s waits for RocksDB to compact the level-0 files its restore wrote (%s): reads "
-        "through them would stall the worker",
+        "%s: waiting for RocksDB to compact the level-0 files the restore wrote (%s) before "
+        "reading them: reads through them would stall the worker",
         what,
         ", ".join(f"{files} of {name}" for name, files in piles.items()),
     )

@@ -220,6 +220,6 @@ async def test_a_restore_s_pile_of_level0_files_is_compacted_before_the_tables_a
         level0 = store._db.property_int_value("rocksdb.num-files-at-level0")
         assert level0 < 10, f"read through a pile of {level0} level-0 files"
         assert sum(1 for _ in store.range()) == records
-        assert "waits for RocksDB to compact" in caplog.text
+        assert "waiting for RocksDB to compact" in caplog.text
     finally:
         await tables.close()
