@@ -276,7 +276,7 @@ async def test_a_task_whose_restore_piled_up_level0_files_runs_once_they_are_com
 ) -> None:
     """A restore writes with RocksDB's compactions held: every memtable it flushed is a
     level-0 file spanning every key. A task reading through that pile paid a seek per file for
-    every key (3 ms a key at 1 GB of state, 30 at 10), on the event loop: after restoring
+    every key (3 ms a key at 1 GB of state, 40 at 10), on the event loop: after restoring
     10 GB the worker stalled for minutes. It runs once RocksDB has compacted the pile, and
     says that it waits."""
     caplog.set_level(logging.INFO, logger="streamjoin.state")
@@ -285,7 +285,7 @@ async def test_a_task_whose_restore_piled_up_level0_files_runs_once_they_are_com
     writer = await managers(producer, app_id=app, state_dir=tmp_path / "a", memory=small)
     task = await writer.open_active(spec)
     await task.wait_ready()
-    for i in range(PILE_RECORDS):  # ~80 MB: ~20 level-0 files
+    for i in range(PILE_RECORDS):
         task.kv("kv").put(b"key-%06d" % (i * 7919 % PILE_RECORDS), b"v" * 1000)
         if i % 1000 == 999:
             await writer.commit()
