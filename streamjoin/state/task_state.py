@@ -16,7 +16,6 @@ from typing import Any
 from rocksdict import Rdict
 
 from streamjoin.assignment.model import TopicPartition
-from streamjoin.state.changelog_writer import ChangelogWriter
 from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvents
 from streamjoin.state.layout import StateDirectory
@@ -24,13 +23,14 @@ from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM, ReadEnds, TaskPhase
 from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
-from streamjoin.state.store_changelog import StoreChangelog, later_position
+from streamjoin.state.store_changelog import StoreChangelog
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.store_base import LocalStore
 from streamjoin.state.stores.versioned_store import VersionedStore
 from streamjoin.state.stores.window_store import WindowStore
 from streamjoin.state.task_lock import TaskLock
 from streamjoin.state.task_stores import TaskStores
+from streamjoin.state.task_writers import TaskWriters
 
 __all__ = ("TaskState",)
 
@@ -63,11 +63,9 @@ class TaskState:
         self.phase = TaskPhase.SUSPENDED
         self.restored = 0
         """Records applied from the changelogs since the task last began reading."""
-        self._producer = producer
         self._reader = reader
         self._events = events
         self._progress_interval_s = progress_interval_s
-        self._writers: dict[str, ChangelogWriter] = {}
         self._sent: dict[str, int | None] | None = None
         """Changelog ends confirmed by `prepare_commit`, until the transaction commits."""
         self._highwaters: dict[str, int] = {}
@@ -90,6 +88,7 @@ class TaskState:
         self.local = TaskStores(
             spec, app_id=app_id, directory=directory, events=events, memory=memory, opened=opened
         )
+        self._writers = TaskWriters(producer, self.local)
 
     # -- stores -------------------------------------------------------------------------------
 
@@ -234,7 +233,7 @@ class TaskState:
                 self.checkpoint()
             else:
                 self._stop_reading()
-                await self._close_writers()
+                await self._writers.close()
                 self._fail_ready(StateError(f"task {self.task_id!r} was closed"))
             self.phase = TaskPhase.CLOSED
             try:
@@ -275,7 +274,7 @@ class TaskState:
     async def _leave_phase(self, why: str) -> None:
         if self.phase is TaskPhase.RUNNING:
             await self._flush_locked()
-            await self._close_writers()
+            await self._writers.close()
         elif self.phase in (TaskPhase.RESTORING, TaskPhase.STANDBY):
             self._stop_reading()
         self._fail_ready(StateError(f"task {self.task_id!r} will not run: {why}"))
@@ -292,44 +291,19 @@ class TaskState:
     def complete_commit(self) -> None:
         """The transaction committed: write what `prepare_commit` sent to RocksDB, checkpoint."""
         if self.phase is TaskPhase.RUNNING and self._sent is not None:
-            self._apply_sent(self._sent)
+            self._writers.apply(self._sent)
             self.checkpoint(enforce=False)
         self._sent = None
 
     async def _flush_locked(self) -> None:
-        self._apply_sent(await self._send_locked())
+        self._writers.apply(await self._send_locked())
 
     async def _send_locked(self) -> dict[str, int | None]:
-        marks = {}
-        for name, store in self.stores.items():
-            store.begin_flush()
-            marks[name] = self._writers[name].seal()
-        confirmed: dict[str, int | None] = {}
         try:
-            for name, mark in marks.items():
-                confirmed[name] = await self._writers[name].wait_confirmed(mark)
+            return await self._writers.send()
         except ChangelogWriteError:
-            for store in self.stores.values():
-                store.discard_pending()
-            await self._close_writers()
             self.phase = TaskPhase.SUSPENDED
             raise
-        return confirmed
-
-    def _apply_sent(self, confirmed: dict[str, int | None]) -> None:
-        for name, store in self.stores.items():
-            store.finish_flush()
-            if store.spec.source_topic is not None:
-                confirmed[name] = later_position(self.positions[name], store.flushed_position)
-            if confirmed[name] is not None:
-                self.positions[name] = confirmed[name]
-
-    async def _close_writers(self) -> None:
-        for store in self.stores.values():
-            store.attach_writer(None)
-        writers, self._writers = self._writers, {}
-        for writer in writers.values():
-            await writer.close()
 
     def _fail_ready(self, error: StateError) -> None:
         if not self._ready.done():
@@ -387,10 +361,7 @@ class TaskState:
 
     def _run(self) -> None:
         self._before_running = None
-        for name, store in self.stores.items():
-            writer = ChangelogWriter(self._producer, self.local.topics[name], self.spec.partition)
-            self._writers[name] = writer
-            store.attach_writer(writer)
+        self._writers.attach()
         self.phase = TaskPhase.RUNNING
         seconds = self._read_seconds
         logger.info("task %s restored %d records in %.2fs", self.task_id, self.restored, seconds)

@@ -29,7 +29,7 @@ from streamjoin.state.events import StateEvents, StateWiped
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
 from streamjoin.state.specs import StoreKind, StoreSpec, TaskSpec
-from streamjoin.state.stores.bulk_load import until_compacted
+from streamjoin.state.stores.bulk_load import piled, until_compacted
 from streamjoin.state.stores.kv_store import KeyValueStore
 from streamjoin.state.stores.rocks import open_rocksdb
 from streamjoin.state.stores.store_base import LocalStore
@@ -192,7 +192,7 @@ class TaskStores:
 
     def piled(self) -> bool:
         """Whether a store's restore left a pile of level-0 files (stores/bulk_load.py)."""
-        return any(store.level0_pile() for store in self.stores.values())
+        return piled(self.stores.values())
 
     async def until_compacted(self, then: Callable[[], None]) -> None:
         """Call `then` once RocksDB has compacted what the stores' restores piled up."""

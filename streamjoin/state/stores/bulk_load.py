@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
 from rocksdict import Rdict
 
-__all__ = ("BulkLoad", "until_compacted")
+__all__ = ("BulkLoad", "piled", "until_compacted")
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,11 @@ class Piled(Protocol):
     def level0_pile(self) -> int: ...
 
 
+def piled(stores: Iterable[Piled]) -> bool:
+    """Whether a store's restore left a pile of level-0 files that reads would meet."""
+    return any(store.level0_pile() for store in stores)
+
+
 async def until_compacted(what: str, stores: Mapping[str, Piled]) -> None:
     """Return once RocksDB has compacted the piles of level-0 files that restores left in
     `stores`, saying that `what` waits (reads through them would stall) and for how long."""
@@ -125,7 +130,7 @@ async def until_compacted(what: str, stores: Mapping[str, Piled]) -> None:
         what,
         ", ".join(f"{files} of {name}" for name, files in piles.items()),
     )
-    while any(store.level0_pile() for store in stores.values()):  # noqa: ASYNC110 - RocksDB tells no one
+    while piled(stores.values()):  # noqa: ASYNC110 - RocksDB tells no one
         await asyncio.sleep(COMPACTION_POLL_S)
     logger.info("%s: compacted in %.1fs", what, time.monotonic() - started)
 
