@@ -12,7 +12,9 @@ Partitions per worker (--partitions 8,64; each count a topic set and app of its 
 Window state (--state-gb 0.1,1; one partition, 100-byte values):
   restore     a window store's changelog of that size restored by StateManager, against an
               aiokafka consumer reading the same changelog with the same fetch settings
-              (bench/restore.py's), --reads times each, in turns;
+              (bench/restore.py's), --reads times each, in turns; and after each restore
+              the wait until RocksDB has compacted the level-0 files it wrote (the task
+              runs only then: state/stores/bulk_load.py);
   restart     the ad join with that much state in its impressions store (written to its
               changelog as the store writes it, event times within its window): a worker
               started on an empty state dir (a new machine), then again on its own state dir
@@ -89,6 +91,8 @@ class StateRound:
     raw_rates: list[float]
     restore_rates: list[float]
     """Of --reads raw reads and restores of one changelog, in turns."""
+    compaction_s: list[float]
+    """After each restore, until RocksDB had compacted what it wrote (the task then runs)."""
     cold_first_output_s: float
     cold_rss: int
     warm_first_output_s: float
@@ -212,14 +216,18 @@ async def state_round(
         spec = StoreSpec.window(f"win-{uuid.uuid4().hex[:6]}", retention_ms=10**12)
         await ensure_changelogs(bootstrap, "bench", {spec: 1})
         await fill(producer, spec, records)
-        raw_rates, restore_rates = [], []
+        raw_rates, restore_rates, compactions = [], [], []
         for _ in range(args.reads):  # in turns, so that load from elsewhere hits both alike
             raw = await raw_read(bootstrap, changelog_topic("bench", spec.name), ReaderConfig())
             restored = await restore(bootstrap, producer, spec, work / "restore-state")
             assert raw.records == restored.records == records, (raw, restored)
             raw_rates.append(records / raw.seconds)
             restore_rates.append(records / restored.seconds)
-            print(f"  {gb} GB: raw {raw_rates[-1]:,.0f}/s, restore {restore_rates[-1]:,.0f}/s")
+            compactions.append(restored.compaction_seconds)
+            print(
+                f"  {gb} GB: raw {raw_rates[-1]:,.0f}/s, restore {restore_rates[-1]:,.0f}/s, "
+                f"then compacted in {compactions[-1]:.1f} s"
+            )
         # The ad join with that state in its impressions' window store.
         prefix = f"scale-{uuid.uuid4().hex[:6]}-state"
         window = JoinWindows(
@@ -238,7 +246,7 @@ async def state_round(
     finally:
         await producer.stop()
     cold, warm = await first_outputs(bootstrap, prefix, work / prefix, args)
-    return StateRound(raw_rates, restore_rates, cold[0], cold[1], warm[0], warm[1])
+    return StateRound(raw_rates, restore_rates, compactions, cold[0], cold[1], warm[0], warm[1])
 
 
 async def first_outputs(
@@ -288,7 +296,8 @@ async def until_first_output(
 def report_state(results: dict[float, list[StateRound]]) -> None:
     print(
         f"\n{'state GB':>9}{'raw rec/s':>30}{'restore rec/s':>30}{'ratio':>16}"
-        f"{'first output: new machine s':>29}{'RSS MiB':>9}{'restart s':>11}{'RSS MiB':>9}"
+        f"{'compaction s':>20}{'first output: new machine s':>29}{'RSS MiB':>9}"
+        f"{'restart s':>11}{'RSS MiB':>9}"
     )
     for gb, rounds in results.items():
         raw = [rate for r in rounds for rate in r.raw_rates]
@@ -298,6 +307,7 @@ def report_state(results: dict[float, list[StateRound]]) -> None:
             f"{gb:>9}{spread(raw, digits=0):>30}"
             f"{spread(restored, digits=0):>30}"
             f"{spread(ratios, '%', 100, 0):>16}"
+            f"{spread([s for r in rounds for s in r.compaction_s], digits=1):>20}"
             f"{spread([r.cold_first_output_s for r in rounds], digits=1):>29}"
             f"{spread([r.cold_rss for r in rounds], scale=1 / MIB, digits=0):>9}"
             f"{spread([r.warm_first_output_s for r in rounds], digits=1):>11}"
