@@ -2,8 +2,11 @@
 
 ListOffsets (`end_offsets()`) is wrong on the embedded broker whenever a batch held more than one
 record; the high watermark in fetch responses is right on every broker. So: seek near the end
-(ListOffsets is close enough for a start), fetch once per partition, and take the watermark (the
-last stable offset when reading committed records only, as the changelog reader does).
+(ListOffsets is close enough for a start), fetch once per partition, and take the watermark.
+Under exactly-once too: not the last stable offset, which a commit's markers move only after the
+commit has returned, so a promotion that read it just after the previous owner's last commit ran
+without that commit's writes (a restoring active reads on until every transaction up to the
+watermark is resolved; task_state.py).
 
 Every read assigns its partitions afresh, so each end comes from a fetch sent after the call
 began: a task promoted from standby to active may trust it to cover every write its previous
@@ -37,16 +40,8 @@ class ChangelogEnds:
     """Reads the ends of changelog partitions until closed. Reads asked for while one is under
     way are served together by the next (the tasks promoted at one hand-off, at once)."""
 
-    def __init__(
-        self,
-        bootstrap: KafkaTarget,
-        *,
-        isolation_level: str = "read_uncommitted",
-        timeout_s: float = 10.0,
-    ) -> None:
+    def __init__(self, bootstrap: KafkaTarget, *, timeout_s: float = 10.0) -> None:
         self._kafka = connect(bootstrap)
-        self._committed = isolation_level == "read_committed"
-        self._isolation_level = isolation_level
         self._timeout_s = timeout_s
         self._connecting: asyncio.Task[Any] | None = None
         self._asked: list[tuple[frozenset[TopicPartition], asyncio.Future[Ends]]] = []
@@ -134,7 +129,6 @@ class ChangelogEnds:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=10,
-            isolation_level=self._isolation_level,
         )
         try:
             await consumer.start()
@@ -182,11 +176,7 @@ class ChangelogEnds:
                 while len(ends) < len(wanted):
                     await consumer.getmany(timeout_ms=10)  # an empty poll takes all of it
                     for tp in wanted:
-                        end = (
-                            consumer.last_stable_offset(tp)
-                            if self._committed
-                            else consumer.highwater(tp)
-                        )
+                        end = consumer.highwater(tp)
                         if end is not None and end >= 0:
                             ends[tp] = int(end)
         except TimeoutError as exc:

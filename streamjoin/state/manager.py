@@ -77,7 +77,7 @@ class StateManager:
         self._bootstrap = bootstrap
         self._producer = producer
         self._reader = ChangelogReader(bootstrap, self.config.reader)
-        self.ends = ChangelogEnds(bootstrap, isolation_level=self.config.reader.isolation_level)
+        self.ends = ChangelogEnds(bootstrap)
         """Reads changelog ends: for the task assignor, and to promote a standby in place."""
         self._tasks: dict[str, TaskState] = {}
         self._known_changelogs: set[str] = set()

@@ -2,8 +2,8 @@
 
 Restoring actives and standbys share it: each partition is tracked with a sink (the store that
 applies its records). A partition is read from the sink's start offset (None: the beginning)
-and the sink learns, after every poll, its position and the high watermark seen in fetch
-responses (the last stable offset when reading committed records only): the end to restore to
+and the sink learns, after every poll, its position and the ends seen in fetch responses: the
+high watermark, and the last stable offset (the same unless reading committed records only)
 (ListOffsets is not trusted; see docs/broker-facts.md). A start offset past the end, or out of the
 broker's range, makes the sink reset (wipe) and reading start over from the beginning.
 """
@@ -39,8 +39,10 @@ class ChangelogSink(Protocol):
     def apply(self, records: list[Any]) -> None:
         """Apply records in offset order (synchronously)."""
 
-    def progress(self, position: int, highwater: int) -> None:
-        """Everything before `position` is applied; the partition ends at `highwater`."""
+    def progress(self, position: int, highwater: int, stable: int) -> None:
+        """Everything before `position` is applied; the partition's records end at
+        `highwater`, its committed ones at `stable` (read_committed: records of a transaction
+        not yet resolved lie between; a reader's position passes them once it is)."""
 
     def reset(self, reason: str) -> None:
         """Local data cannot continue from the start offset: drop it, reading restarts at 0."""
@@ -63,8 +65,7 @@ class ReaderConfig:
     client_id: str = "streamjoin-state"
     isolation_level: str = "read_uncommitted"
     """read_committed under exactly-once: records of aborted transactions are never restored,
-    and a partition ends at its last stable offset (an open transaction's records are not
-    read yet)."""
+    and an open transaction's records are not read until it commits."""
 
 
 class ChangelogReader:
@@ -190,12 +191,13 @@ class ChangelogReader:
         for tp, sink in list(self._sinks.items()):
             if tp in self._fresh or self._sinks.get(tp) is not sink:
                 continue  # not assigned yet, or its task stopped reading meanwhile
-            highwater = (
+            highwater = consumer.highwater(tp)
+            stable = (
                 consumer.last_stable_offset(tp)
                 if self.config.isolation_level == "read_committed"
-                else consumer.highwater(tp)
+                else highwater
             )
-            if highwater is None or highwater < 0:
+            if highwater is None or highwater < 0 or stable is None or stable < 0:
                 continue
             position = await consumer.position(tp)
             if position > highwater:
@@ -207,7 +209,7 @@ class ChangelogReader:
                     f"(past its end {highwater})",
                 )
             else:
-                self._guarded(tp, sink, sink.progress, position, highwater)
+                self._guarded(tp, sink, sink.progress, position, highwater, stable)
 
     async def _fetch(self) -> dict[TopicPartition, list[Any]]:
         """Fetched records, at most `max_poll_records` from each partition that has some.

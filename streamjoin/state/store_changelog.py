@@ -30,8 +30,8 @@ class StoreChangelog:
         self._store.restore(records, logged=self._task.phase is not TaskPhase.RESTORING)
         self._task.restored += len(records)
 
-    def progress(self, position: int, highwater: int) -> None:
-        self._task.on_progress(self._store.name, position, highwater)
+    def progress(self, position: int, highwater: int, stable: int) -> None:
+        self._task.on_progress(self._store.name, position, highwater, stable)
 
     def reset(self, reason: str) -> None:
         self._task.on_reset(self._store, reason)

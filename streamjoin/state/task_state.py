@@ -20,6 +20,7 @@ from streamjoin.state.errors import ChangelogWriteError, StateError
 from streamjoin.state.events import RestoreCompleted, RestoreProgress, RestoreStarted, StateEvents
 from streamjoin.state.layout import StateDirectory
 from streamjoin.state.memory import MemoryBudget
+from streamjoin.state.open_transactions import OpenTransactionWait
 from streamjoin.state.phases import RUNNING_ACTIVE_OFFSET_SUM, ReadEnds, TaskPhase
 from streamjoin.state.reader import ChangelogReader
 from streamjoin.state.specs import TaskSpec
@@ -85,6 +86,7 @@ class TaskState:
         promoted in place must reach, or RocksDB compacting what its restore piled up."""
         self._floors: dict[str, int] = {}
         """Those ends, by store: a high watermark seen in an older fetch response is not less."""
+        self._open_transaction = OpenTransactionWait(spec.task_id)
         self.local = TaskStores(
             spec, app_id=app_id, directory=directory, events=events, memory=memory, opened=opened
         )
@@ -172,6 +174,7 @@ class TaskState:
         self.phase = TaskPhase.RESTORING
         self.restored = 0
         self._read_started = time.monotonic()
+        self._open_transaction.clear()
         start = {name: position or 0 for name, position in self.positions.items()}
         self._events.publish(RestoreStarted(self.task_id, False, start))
         self._before_running = asyncio.create_task(self._reach_ends())
@@ -316,6 +319,7 @@ class TaskState:
         self.restored = 0
         self._read_started = self._last_progress = time.monotonic()
         self._highwaters.clear()
+        self._open_transaction.clear()
         for name, store in self.stores.items():
             self._reader.track(
                 self.local.topics[name], self.spec.partition, StoreChangelog(self, store)
@@ -332,9 +336,17 @@ class TaskState:
             self._before_running.cancel()
             self._before_running = None
 
-    def on_progress(self, store: str, position: int, highwater: int) -> None:
+    def on_progress(self, store: str, position: int, highwater: int, stable: int) -> None:
+        """A restoring active reads on to every record written (`highwater`): the broker
+        writes a commit's markers after the commit returns, so a previous owner's last writes
+        may still be past the last stable offset while the input offsets committed with them
+        are already read. A standby is at the end once it has what is committed (`stable`)."""
         self.positions[store] = position
-        self._highwaters[store] = max(highwater, self._floors.get(store, highwater))
+        restoring = self.phase is TaskPhase.RESTORING
+        end = highwater if restoring else stable
+        self._highwaters[store] = max(end, self._floors.get(store, end))
+        if restoring:
+            self._open_transaction.observe(store, position, stable, highwater, time.monotonic())
         remaining = self.lag()
         if remaining is not None:
             self._last_lag = remaining

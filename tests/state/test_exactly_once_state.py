@@ -5,6 +5,7 @@ checkpoint to exactly what the committed transactions hold: no wipe, no aborted 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,14 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamjoin.broker import Broker
-from streamjoin.state import RestoreStarted, StateEvent, StateWiped, StoreSpec, TaskSpec
+from streamjoin.state import (
+    RestoreStarted,
+    StateEvent,
+    StateWiped,
+    StoreSpec,
+    TaskSpec,
+    open_transactions,
+)
 
 pytestmark = pytest.mark.broker
 
@@ -96,3 +104,70 @@ async def test_a_crash_with_a_transaction_open_restores_only_committed_writes(
     started = next(e for e in events if isinstance(e, RestoreStarted))
     assert started.start_offsets["kv"] > 0  # from the checkpoint of the committed transaction
     assert not any(isinstance(e, StateWiped) for e in events)
+
+
+@pytest.mark.parametrize("standby_first", [False, True], ids=["restored", "promoted"])
+async def test_a_moved_task_runs_only_once_it_holds_its_previous_owners_last_transaction(
+    *,
+    broker: Broker,
+    producer: Any,
+    managers: Callable[..., Any],
+    until: Callable[..., Any],
+    tmp_path: Path,
+    unique: str,
+    standby_first: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A commit returns before the broker has written the transaction's markers into the
+    changelogs, and until then their last stable offset stays before its writes, while the
+    next owner's committed input offsets wait for the markers. A next owner that took the last
+    stable offset for a changelog's end ran without its previous owner's last writes, and
+    its input started after them: a scale-out under exactly-once lost results. Here that
+    transaction is still open when the next owner reads: its task (restored, or promoted
+    from a standby) must not run until the transaction is resolved, and then holds it; a
+    wait that lasts is said."""
+    monkeypatch.setattr(open_transactions, "NOTICE_AFTER_S", 1.0)
+    caplog.set_level(logging.WARNING, logger="streamjoin.state")
+    app = f"moved-{unique}"
+    transactional = AIOKafkaProducer(
+        bootstrap_servers=broker.bootstrap, transactional_id=app, enable_idempotence=True
+    )
+    await transactional.start()
+    try:
+        spec = TaskSpec("0_1", 1, 2, (StoreSpec.kv("kv"),))
+        old = await managers(
+            transactional, app_id=app, state_dir=tmp_path / "a", isolation_level="read_committed"
+        )
+        new = await managers(
+            producer, app_id=app, state_dir=tmp_path / "b", isolation_level="read_committed"
+        )
+        active = await old.open_active(spec)
+        await active.wait_ready()
+
+        async def write(keys: range, value: bytes, *, commit: bool) -> None:
+            await transactional.begin_transaction()
+            for i in keys:
+                active.kv("kv").put(b"k%d" % i, value)
+            await old.prepare_commit()  # the writes are in the changelog, in the transaction
+            if commit:
+                await transactional.commit_transaction()
+                old.complete_commit()
+
+        await write(range(100), b"first", commit=True)
+        if standby_first:
+            standby = await new.open_standby(spec)
+            await until(lambda: len(dict(standby.kv("kv").range())) == 100)
+        await write(range(100, 200), b"last", commit=False)
+        moved = await new.open_active(spec)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(moved.wait_ready(), 2)
+        assert "a transaction neither committed nor aborted yet" in caplog.text
+        await transactional.commit_transaction()
+        old.complete_commit()
+        await asyncio.wait_for(moved.wait_ready(), 15)
+        assert dict(moved.kv("kv").range()) == {
+            b"k%d" % i: b"first" if i < 100 else b"last" for i in range(200)
+        }
+    finally:
+        await transactional.stop()

@@ -36,7 +36,7 @@ class Sink:
             raise ValueError("cannot apply")
         self.keys.extend(record.key for record in records)
 
-    def progress(self, position: int, highwater: int) -> None:
+    def progress(self, position: int, highwater: int, stable: int) -> None:
         self.start, self.last = position, (position, highwater)
         if position >= highwater:
             self.caught_up.set()
