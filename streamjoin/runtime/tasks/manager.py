@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from aiokafka.errors import KafkaError
+
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.errors import StreamJoinError
 from streamjoin.group.listener import RebalanceListener
@@ -31,10 +33,15 @@ from streamjoin.runtime.tasks.standbys import Standbys
 from streamjoin.runtime.tasks.totals import TaskTotals
 from streamjoin.runtime.topology.app_topology import AppTopology, GlobalTables, StoreLookup, TaskId
 from streamjoin.state.manager import StateManager
+from streamjoin.state.specs import TaskSpec
+from streamjoin.state.task_state import TaskState
 
 __all__ = ("FetchControl", "TaskManager", "TasksLost")
 
 logger = logging.getLogger(__name__)
+
+OPEN_RETRY_S = 1.0
+"""How often a task whose open found the broker unreachable tries again."""
 
 
 class TasksLost(StreamJoinError):
@@ -311,12 +318,33 @@ class TaskManager(RebalanceListener):
         spec = self.topology.task_spec(task_id)
 
         async def become_ready() -> None:
-            state = await self._state.open_active(spec)
+            state = await self._open_when_reachable(task_id, spec)
             await state.wait_ready()
             self._start(active, task_id, state)
 
         active.opening = asyncio.create_task(become_ready(), name=f"open {task_id}")
         active.opening.add_done_callback(self._opened)
+
+    async def _open_when_reachable(self, task_id: TaskId, spec: TaskSpec) -> TaskState:
+        """Open the task's state, waiting out a broker that does not answer (opening asks it
+        for the changelogs) as the rest of the worker does: the broker watch decides when it
+        is gone for good, in one line."""
+        said = False
+        while True:
+            try:
+                return await self._state.open_active(spec)
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                if not said:  # once: the broker watch says how long the broker has been away
+                    said = True
+                    logger.warning(
+                        "task %s waits for the broker to open (%s); trying again every %.0f s",
+                        task_id,
+                        exc,
+                        OPEN_RETRY_S,
+                    )
+                await asyncio.sleep(OPEN_RETRY_S)
 
     def _start(self, active: _Active, task_id: TaskId, state: StoreLookup | None) -> None:
         """Run the task: each of its members, fed what was fetched for it meanwhile."""

@@ -7,12 +7,15 @@ another process of the host still held."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from aiokafka.errors import NodeNotReadyError
 from task_state_fixtures import Told, topology
 
 from streamjoin.assignment.model import TopicPartition
 from streamjoin.runtime.output.sink import OutgoingRecord
+from streamjoin.runtime.tasks import manager as manager_module
 from streamjoin.runtime.tasks.manager import TaskManager
 from streamjoin.runtime.topology.app_topology import TaskId
 from streamjoin.state.manager import StateManager
@@ -90,3 +93,28 @@ async def test_a_task_revoked_before_it_opened_is_dropped_cleanly(
     assert state.task(str(HELD)) is None
     again = await TaskLock.acquire(state.directory.task_dir(str(HELD)), str(HELD), timeout_s=1)
     again.release()  # the cancelled open let go of the directory
+
+
+async def test_a_task_that_cannot_open_while_the_broker_is_unreachable_waits_for_it(
+    state: StateManager,
+    manager: TaskManager,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Opening a task asks the broker for its changelogs. A worker whose broker went away while
+    a task opened failed with that open's error (exit 1, a traceback) instead of waiting for
+    the broker as the rest of it does, until the broker watch gives up in one line."""
+    ensure, refusals = state._ensure_changelogs, [NodeNotReadyError("node 1 is not ready")] * 2
+
+    async def unreachable_at_first(spec: Any) -> None:
+        if refusals:
+            raise refusals.pop()
+        await ensure(spec)
+
+    monkeypatch.setattr(state, "_ensure_changelogs", unreachable_at_first)
+    monkeypatch.setattr(manager_module, "OPEN_RETRY_S", 0.1)
+    await asyncio.wait_for(manager.on_assigned(partitions_of(manager, FREE)), 5)
+    await running(manager, FREE)
+    assert manager.failure is None and refusals == []
+    assert "waits for the broker to open" in caplog.text
+    await manager.on_revoked(partitions_of(manager, FREE))
