@@ -206,11 +206,10 @@ class CooperativeConsumer:
             await asyncio.sleep(timeout_ms / 1000)
             return {}
         try:
-            fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+            return await self.feed.fetch(timeout_ms=timeout_ms, max_records=max_records)
         except (NoOffsetForPartitionError, OffsetOutOfRangeError) as exc:
             self.feed.restart(await self._reset.apply(exc))
             return {}
-        return self.feed.deliver(fetched)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
         return self
