@@ -18,7 +18,12 @@ from collections.abc import Iterable, Mapping
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from streamjoin.assignment.model import TopicPartition, sorted_partitions
-from streamjoin.kafka.aiokafka_internals import FetchSizes, fetch_position, set_fetch_sizes
+from streamjoin.kafka.aiokafka_internals import (
+    FetchSizes,
+    fetch_position,
+    release_fetched,
+    set_fetch_sizes,
+)
 from streamjoin.kafka.fetch_sizes import fetch_bytes_needed, partition_fetch_bytes
 
 __all__ = ("LAG_FRESH_MS", "RESUME_SETTLE_MS", "PartitionFeed")
@@ -169,6 +174,7 @@ class PartitionFeed:
         # partition that stays without its position.
         self._paused &= self._next.keys()
         self._assigned = True
+        release_fetched(self._consumer)  # assign() drops them, leaving garbage (see there)
         self._consumer.assign(list(sorted_partitions(self._next)))
         self._size_fetches()
         for tp, offset in self._next.items():

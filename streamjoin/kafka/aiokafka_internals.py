@@ -8,7 +8,11 @@ way to do:
 - a consumer's fetch position without awaiting `position()` (a coroutine): group/feed.py counts
   lag from it, in synchronous code (metrics, progress lines), past transaction markers;
 - a consumer's fetch sizes after it started: group/feed.py sizes them to the partitions it is
-  assigned (kafka/fetch_sizes.py), where aiokafka takes them only when the consumer is made.
+  assigned (kafka/fetch_sizes.py), where aiokafka takes them only when the consumer is made;
+- dropping a consumer's fetched, unread answers before a change of assignment or a pause,
+  which would otherwise drop them: aiokafka's parsed answer and its record iterator form a
+  reference cycle, which a worker's collector, its survivors frozen, frees only at its hourly
+  full collection (runtime/process/gc_tuning.py), with up to a partition's fetch bytes each.
 
 They hold for aiokafka 0.13 and 0.14, the releases pyproject allows (tests/kafka/
 test_aiokafka_internals.py passes on both): it checks them against a broker, and the position
@@ -17,6 +21,7 @@ against aiokafka's public `position()`, so a release that changes them fails the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +35,7 @@ __all__ = (
     "fetch_position",
     "fetch_sizes",
     "group_joined_transaction",
+    "release_fetched",
     "set_fetch_sizes",
     "transaction_ids",
 )
@@ -99,3 +105,16 @@ def fetch_position(consumer: aiokafka.AIOKafkaConsumer, tp: TopicPartition) -> i
         return None
     position: int = state.position
     return position
+
+
+def release_fetched(
+    consumer: aiokafka.AIOKafkaConsumer, partitions: Iterable[TopicPartition] | None = None
+) -> None:
+    """Drop the fetched answers not yet read of these partitions (None: of all), ending each
+    one's record iterator so that reference counting frees it at once (see the docstring)."""
+    fetched: dict[TopicPartition, Any] = consumer._fetcher._records
+    for tp in list(fetched) if partitions is None else partitions:
+        records = getattr(fetched.pop(tp, None), "_partition_records", None)
+        iterator = getattr(records, "_records_iterator", None)
+        if iterator is not None:
+            iterator.close()

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from aiokafka.errors import KafkaError, OffsetOutOfRangeError
 
 from streamjoin.assignment.model import TopicPartition
+from streamjoin.kafka.aiokafka_internals import release_fetched
 from streamjoin.kafka.connection import KafkaTarget, connect
 
 __all__ = ("FETCHER_TURNS", "ChangelogReader", "ChangelogSink", "ReaderConfig")
@@ -124,6 +125,7 @@ class ChangelogReader:
             return
         self._fresh.discard(tp)
         if self._consumer is not None and tp in self._consumer.assignment():
+            release_fetched(self._consumer, [tp])  # a pause drops it, leaving garbage
             self._consumer.pause(tp)
 
     def _changed(self) -> None:
@@ -156,6 +158,7 @@ class ChangelogReader:
         """Assign every tracked partition afresh and seek each to its sink's start offset."""
         self._reassign = False
         self._fresh.clear()
+        release_fetched(self._consumer)  # assign() drops them, leaving garbage
         self._consumer.assign(list(self._sinks))
         from_beginning = []
         for tp, sink in self._sinks.items():

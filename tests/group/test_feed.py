@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from streamjoin.assignment.model import TopicPartition
@@ -18,6 +19,8 @@ class RecordingConsumer:
 
     assigned: list[list[TopicPartition]] = field(default_factory=list)
     seeks: dict[TopicPartition, int] = field(default_factory=dict)
+    _fetcher: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(_records={}))
+    """What kafka/aiokafka_internals.py's `release_fetched` empties: no answer held here."""
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self.assigned.append(partitions)
