@@ -16,7 +16,8 @@ way to do:
 
 They hold for aiokafka 0.13 and 0.14, the releases pyproject allows (tests/kafka/
 test_aiokafka_internals.py passes on both): it checks them against a broker, and the position
-against aiokafka's public `position()`, so a release that changes them fails there.
+against aiokafka's public `position()`, so a release that changes them fails there
+(`release_fetched`: tests/group/test_paused_fetches.py, through the feed that uses it).
 """
 
 from __future__ import annotations
