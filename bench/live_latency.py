@@ -58,6 +58,8 @@ class Live:
     """The worker's RSS at its first status line, before any traffic."""
     budgeted: int | None
     """The most the worker's memory budget counted (state/memory.py, and its input buffers)."""
+    memory: dict[str, int] | None
+    """With --memory-probe: its "memory" figures at its status line of highest RSS."""
     latencies: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -174,7 +176,7 @@ async def run_live(
         await consumer.stop()
         await terminate(process)
     measured = [(ts, arrived) for ts, arrived in got if start <= ts < end]
-    base, budgeted = memory_seen(status)
+    base, budgeted, memory = memory_seen(status)
     return Live(
         contender,
         rate,
@@ -185,12 +187,14 @@ async def run_live(
         peak,
         base,
         budgeted,
+        memory,
     )
 
 
-def memory_seen(status: Path) -> tuple[int | None, int | None]:
-    """(RSS at the first status line, the most the budget counted) of a worker's status lines
-    (bench/worker_runner.py); (None, None) for a contender that prints none."""
+def memory_seen(status: Path) -> tuple[int | None, int | None, dict[str, int] | None]:
+    """(RSS at the first status line, the most the budget counted, the "memory" figures of
+    the line of highest RSS) of a worker's status lines (bench/worker_runner.py); Nones for a
+    contender that prints none."""
     lines = []
     for text in status.read_text(errors="replace").splitlines():
         with contextlib.suppress(ValueError):
@@ -198,5 +202,6 @@ def memory_seen(status: Path) -> tuple[int | None, int | None]:
             if isinstance(line, dict) and "rss" in line:
                 lines.append(line)
     if not lines:
-        return None, None
-    return lines[0]["rss"], max(line["budgeted"] for line in lines)
+        return None, None, None
+    peak = max(lines, key=lambda line: line["rss"])
+    return lines[0]["rss"], max(line["budgeted"] for line in lines), peak.get("memory")

@@ -51,6 +51,8 @@ class Snapshot:
     """Bytes the memory budget counts in use: RocksDB's, the newest records', input buffers'."""
     rss: int
     """The worker's resident memory, bytes."""
+    memory: dict[str, int] | None
+    """With --memory-probe: the budget's parts and the allocators' figures (memory_probe.py)."""
 
     @classmethod
     def parse(cls, line: dict[str, Any]) -> Snapshot:
@@ -66,6 +68,7 @@ class Snapshot:
             line["assignments"],
             line["budgeted"],
             line["rss"],
+            line.get("memory"),
         )
 
 

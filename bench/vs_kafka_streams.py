@@ -197,13 +197,39 @@ def compare_outputs(worker: Results, streams: Results) -> None:
 
 
 def live_command(
-    contender: str, prefix: str, bootstrap: str, state: Path, classpath: str
+    contender: str,
+    prefix: str,
+    bootstrap: str,
+    state: Path,
+    classpath: str,
+    *,
+    memory_probe: bool,
 ) -> list[str]:
     if contender == "kafka-streams":
         return streams_command(classpath, prefix, bootstrap, state)
     at_commit = ["--flush-interval", "1e9"] if contender == "worker-at-commit" else []
+    probe = ["--memory-probe"] if memory_probe else []
     return worker_command(
-        prefix, bootstrap, state, None, None, extra=["--report-every", "5", *at_commit]
+        prefix, bootstrap, state, None, None, extra=["--report-every", "5", *at_commit, *probe]
+    )
+
+
+def print_memory(result: Live) -> None:
+    """Where a worker's memory was at its highest RSS (--memory-probe), beside the budget."""
+    m = result.memory
+    if m is None:
+        return
+    budget = sum(v for k, v in m.items() if k.startswith("budget_"))
+    rss = m["rss_anon"] + m["rss_file"]
+    print(
+        f"{result.rate:>7,} {result.contender:<17} at peak: RSS {mib(rss)}"
+        f" (file {mib(m['rss_file'])}); glibc heap {mib(m.get('glibc_heap'))} (free "
+        f"{mib(m.get('glibc_heap_free'))}), mapped {mib(m.get('glibc_mapped'))}; Python arenas "
+        f"{mib(m.get('python_arenas'))} (free {mib(m.get('python_free'))}); budget counted "
+        f"{mib(budget)}: "
+        + ", ".join(
+            f"{k.removeprefix('budget_')} {mib(v)}" for k, v in m.items() if k.startswith("budget_")
+        )
     )
 
 
@@ -215,7 +241,14 @@ async def live_rates(bootstrap: str, args: argparse.Namespace, work: Path, class
             prefix = f"ks-live-{uuid.uuid4().hex[:6]}-{contender[:2]}"
             result = await run_live(
                 bootstrap,
-                live_command(contender, prefix, bootstrap, work / prefix, classpath),
+                live_command(
+                    contender,
+                    prefix,
+                    bootstrap,
+                    work / prefix,
+                    classpath,
+                    memory_probe=args.memory_probe,
+                ),
                 prefix,
                 contender=contender,
                 rate=rate,
@@ -247,6 +280,8 @@ async def live_rates(bootstrap: str, args: argparse.Namespace, work: Path, class
             f"{r.bump():>6.1f}{r.commit_bump():>7.1f}{r.cpu_per_record * 1e6:>11.1f}"
             f"{mib(r.peak_rss):>8}{mib(r.base_rss):>6}{mib(r.budgeted):>7}{r.behind:>9.1f}"
         )
+    for r in results:
+        print_memory(r)
     by_rate: dict[int, dict[str, Live]] = {}
     for r in results:
         by_rate.setdefault(r.rate, {})[r.contender] = r
@@ -298,5 +333,10 @@ if __name__ == "__main__":
     parser.add_argument("--skip-backlog", action="store_true")
     parser.add_argument("--trail", action="store_true", help="live: print p99 of every second")
     parser.add_argument("--skip-live", action="store_true")
+    parser.add_argument(
+        "--memory-probe",
+        action="store_true",
+        help="live: where each worker's memory was at its highest RSS, beside its budget",
+    )
     parser.add_argument("--keep-logs", type=Path, help="copy the contenders' logs here")
     asyncio.run(main(parser.parse_args()))

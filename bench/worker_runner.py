@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ads_join import AD_WINDOW, make_app
+from memory_probe import breakdown
 from runner_process import rss_bytes
 from unbounded import unbounded_settings
 
@@ -66,12 +67,18 @@ def roles(worker: Worker) -> dict[str, list[str]]:
     }
 
 
-def counts(worker: Worker) -> dict[str, Any]:
+def counts(worker: Worker, memory_probe: bool) -> dict[str, Any]:
     """The worker's figures so far, read only for a status line (the join counters and the
-    memory budget's usage take a pass over every task and store)."""
+    memory budget's usage take a pass over every task and store); `memory_probe`: with
+    "memory", the budget's parts beside where the process's memory is (memory_probe.py)."""
     manager = worker.manager
     assert manager is not None and worker.sink is not None
     joined = [counters for counters, _ in manager.counters().values()]
+    probed = {}
+    if memory_probe:
+        usage = worker.memory.usage()
+        parts = {f"budget_{name}": getattr(usage, name) for name in _BUDGET_PARTS}
+        probed["memory"] = {**parts, "budget_input": manager.buffered_bytes(), **breakdown()}
     return {
         "in": sum(manager.records_in.values()),
         "buffered": manager.buffered(),
@@ -80,10 +87,14 @@ def counts(worker: Worker) -> dict[str, Any]:
         "assignments": manager.rebalances,
         "budgeted": worker.memory.usage().total + manager.buffered_bytes(),
         "rss": rss_bytes(os.getpid()),
+        **probed,
     }
 
 
-async def report(worker: Worker, every_s: float) -> None:
+_BUDGET_PARTS = ("write_buffers", "block_cache", "recent_records", "pending_non_matches")
+
+
+async def report(worker: Worker, every_s: float, memory_probe: bool) -> None:
     """A status line whenever the tasks or roles change, and every `every_s` seconds; "stall"
     is the longest the worker's event loop ran late since the previous line."""
     await worker.started.wait()
@@ -94,7 +105,7 @@ async def report(worker: Worker, every_s: float) -> None:
         now = roles(worker)
         stall = max(stall, worker.loop_monitor.reset_max())
         if now != last or time.monotonic() >= next_periodic:
-            emit("status", stall=round(stall, 3), **now, **counts(worker))
+            emit("status", stall=round(stall, 3), **now, **counts(worker, memory_probe))
             last, stall = now, 0.0
             next_periodic = time.monotonic() + every_s
         await asyncio.sleep(0.05)
@@ -190,6 +201,11 @@ def parser() -> argparse.ArgumentParser:
         help="net allocations between young collections (default: runtime/process/gc_tuning.py's)",
     )
     p.add_argument("--report-every", type=float, default=0.5)
+    p.add_argument(
+        "--memory-probe",
+        action="store_true",
+        help="status lines add 'memory': the budget's parts and the allocators' figures",
+    )
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
         "--rekey-clicks", action="store_true", help="re-key the clicks by auction (key_by)"
@@ -266,7 +282,7 @@ async def main(args: argparse.Namespace) -> None:
     if args.until_records is not None:
         helpers.append(asyncio.create_task(until_processed(worker, args.until_records)))
     else:
-        helpers.append(asyncio.create_task(report(worker, args.report_every)))
+        helpers.append(asyncio.create_task(report(worker, args.report_every, args.memory_probe)))
     try:
         await worker.run()
     finally:

@@ -1,7 +1,8 @@
 """The benchmarks' worker process reports its running tasks: bench/scale_out.py and
 bench/brokers.py wait on these status lines, and a worker whose status stops at its first
 assignment (as after a change of the task manager's internals) makes them time out. Its memory
-there too: bench/live_latency.py compares the budget's count with the RSS."""
+there too: bench/live_latency.py compares the budget's count with the RSS, and with
+--memory-probe places it by allocator beside the budget's parts."""
 
 from __future__ import annotations
 
@@ -30,7 +31,14 @@ async def test_status_lines_show_running_tasks(broker: Broker, tmp_path: Path) -
     await ensure_topics(broker.bootstrap, [TopicSpec(t, PARTITIONS) for t in topic_names(prefix)])
     worker = RunnerProcess(
         "worker",
-        [prefix, "--bootstrap", broker.bootstrap, "--state-dir", str(tmp_path / "state")],
+        [
+            prefix,
+            "--bootstrap",
+            broker.bootstrap,
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--memory-probe",
+        ],
         tmp_path / "worker.log",
     )
     started = time.time()
@@ -40,6 +48,11 @@ async def test_status_lines_show_running_tasks(broker: Broker, tmp_path: Path) -
         assert worker.latest is not None
         assert len(worker.latest.running) == PARTITIONS
         assert worker.latest.rss > worker.latest.budgeted > 0  # what bench/live_latency.py reads
+        memory = worker.latest.memory
+        assert memory is not None
+        assert memory["rss_anon"] + memory["rss_file"] > memory["python_arenas"] > 0
+        assert memory["glibc_heap"] > memory["budget_write_buffers"] >= 0
+        assert {"budget_recent_records", "budget_pending_non_matches", "budget_input"} < set(memory)
     except TimeoutError:
         pytest.fail(f"latest status {worker.latest}; log:\n{worker.log_tail()}")
     finally:
