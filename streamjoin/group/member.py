@@ -13,7 +13,7 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 from streamjoin.assignment.consumer.consumer_protocol import decode_assignment
 from streamjoin.assignment.model import (
@@ -114,6 +114,8 @@ class GroupMember:
         self.leaving = False  # set by an application about to leave: see _waits_to_leave
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._generation_held = asyncio.Lock()
+        """Held by `holding_generation`; the member takes it to start joining."""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -136,6 +138,16 @@ class GroupMember:
             logger.info("group %s: member %s rejoins: %s", self.group_id, self.member_id, reason)
             self._rejoin_reason = reason
         self._wakeup.set()
+
+    @contextlib.asynccontextmanager
+    async def holding_generation(self) -> AsyncIterator[Session | None]:
+        """For offsets committed in a transaction (KIP-447): this member's id and generation,
+        which stay the group's while held, for the member sends no JoinGroup meanwhile (the
+        coordinator moves to the next generation once every member has joined, and then
+        refuses a transaction's offsets of the one before); None while the member rejoins
+        (commit once it has its next generation)."""
+        async with self._generation_held:
+            yield self._session()
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit `offsets` (next offset to read, per partition) with this member's id and
@@ -277,7 +289,8 @@ class GroupMember:
             revoked = revoke_before_join(self._ownership.partitions, self.protocol)
             if revoked:
                 await self._ownership.revoke(revoked)
-            self.state = MemberState.JOINING
+            async with self._generation_held:  # a commit in flight keeps its generation
+                self.state = MemberState.JOINING
             joined = await self._join(reason or "rejoin")
             assignor = select_assignor(self.config.assignors, joined.protocol_name)
             protocol = protocol_of(assignor)

@@ -63,19 +63,27 @@ async def commit_transaction(
     state: StateManager,
     consumer: CooperativeConsumer,
     purger: RepartitionPurger,
-) -> None:
+) -> bool:
     """One transaction holds every task's outputs, changelog writes and input offsets since
     the last commit; commit it and begin the next. Every task takes part (as in Kafka
-    Streams): a revocation commits all tasks, not only those leaving."""
+    Streams): a revocation commits all tasks, not only those leaving. False, committing
+    nothing, while the group member rejoins: its generation is about to change, and the
+    coordinator would refuse the offsets (and every task would be lost); the transaction
+    stays open until the member has its next one (as Kafka Streams commits no task while a
+    rebalance is in progress)."""
     if manager.failure is not None:
         raise manager.failure
-    offsets = manager.positions(None)
-    await sink.flush()
-    await state.prepare_commit()
     member = consumer.member
-    identity = MemberIdentity(
-        member.group_id, member.generation, member.member_id, member.config.group_instance_id
-    )
-    await txn.commit(offsets, identity, still_owned=lambda: manager.failure)
+    async with member.holding_generation() as session:
+        if session is None:
+            return False
+        offsets = manager.positions(None)
+        await sink.flush()
+        await state.prepare_commit()
+        identity = MemberIdentity(
+            member.group_id, session.generation, session.member_id, member.config.group_instance_id
+        )
+        await txn.commit(offsets, identity, still_owned=lambda: manager.failure)
     state.complete_commit()
     purger.after_commit(offsets)
+    return True

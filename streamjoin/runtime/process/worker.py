@@ -56,7 +56,7 @@ from streamjoin.runtime.process.state import task_state, worker_roles
 from streamjoin.runtime.process.status import WorkerStatus, input_lags
 from streamjoin.runtime.process.stopping import closed, until_failed
 from streamjoin.runtime.process.watch import run_beside, watch_group
-from streamjoin.runtime.tasks.manager import TaskManager
+from streamjoin.runtime.tasks.manager import TaskManager, TasksLost
 from streamjoin.runtime.tasks.rebalances import RebalanceRecorder
 from streamjoin.runtime.topology.app_topology import AppTopology, TaskId
 from streamjoin.runtime.topology.topic_check import check_running_topics
@@ -272,7 +272,11 @@ class Worker:
         try:
             await until_failed(self._loop(), watch.run())
             logger.info("stopping: final commit")
-            await self._commit()
+            if not await self._commit():
+                logger.warning(
+                    "stopping: no final commit while the group rebalances; the open "
+                    "transaction is aborted and its tasks' next owners process its input again"
+                )
         except BaseException:
             failed = True  # then closing waits a few seconds at most, never for good
             # Nothing of the open transaction may be committed now; nor may offsets go to a
@@ -322,13 +326,13 @@ class Worker:
                 gc_tuning.reclaim_frozen_garbage(now)
                 due = pacer.commit_due(now) or self.state.needs_flush
                 if due and self.exactly_once:  # tasks wait for the transaction to commit
-                    await self._commit()
-                    pacer.committed(time.monotonic())
+                    if await self._commit():  # else the member rejoins: the next round tries
+                        pacer.committed(time.monotonic())
                 elif committing is None or committing.done():
                     if committing is not None:
                         committing.result()  # a failed flush stops the worker: nothing is lost
                     if due:
-                        committing = asyncio.create_task(self._commit(), name="commit")
+                        committing = asyncio.create_task(self._commit_tasks(), name="commit")
                         pacer.committed(now)
                     elif not self.exactly_once and pacer.flush_due(now, self.consumer):
                         committing = asyncio.create_task(self._flush(), name="state flush")
@@ -357,13 +361,17 @@ class Worker:
             await self.sink.drain()
         return processed
 
-    async def _commit(self) -> None:
+    async def _commit(self) -> bool:
         """Commit every task's input offsets once all they caused is safe (at_least_once.py),
-        or the open transaction under exactly-once."""
+        or the open transaction under exactly-once; False: put off while the group member
+        rejoins (exactly_once.py)."""
         if self.exactly_once:
             async with self.transaction:
-                await self._commit_transaction()
-            return
+                return await self._commit_open_transaction()
+        await self._commit_tasks()
+        return True
+
+    async def _commit_tasks(self) -> None:
         async with self._commit_lock:
             await commit_tasks(self)
 
@@ -372,9 +380,9 @@ class Worker:
             if not self.commits_refused:
                 await self.state.flush()
 
-    async def _commit_transaction(self, tasks: frozenset[TaskId] | None = None) -> None:
+    async def _commit_open_transaction(self) -> bool:
         assert self.manager is not None and self.sink is not None and self._txn is not None
-        await commit_transaction(
+        committed = await commit_transaction(
             self._txn,
             self.manager,
             sink=self.sink,
@@ -382,4 +390,12 @@ class Worker:
             consumer=self.consumer,
             purger=self.purger,
         )
-        self.last_commit_ms = int(time.time() * 1000)
+        if committed:
+            self.last_commit_ms = int(time.time() * 1000)
+        return committed
+
+    async def _commit_transaction(self, tasks: frozenset[TaskId]) -> None:
+        """A revocation's commit (the task manager holds the transaction lock): the member
+        has its new generation by then, so this commits or raises."""
+        if not await self._commit_open_transaction():
+            raise TasksLost(f"{len(tasks)} revoked tasks not committed: the member rejoined")
