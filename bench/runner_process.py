@@ -80,6 +80,8 @@ class RunnerProcess:
     history: list[Snapshot] = field(default_factory=list)
     restores: list[dict[str, Any]] = field(default_factory=list)
     """The worker's restore-started, restore-progress and restored (completed) lines."""
+    censuses: list[list[dict[str, Any]]] = field(default_factory=list)
+    """With --memory-probe, each SIGUSR1's census: tracked objects by type."""
     _process: asyncio.subprocess.Process | None = None
     _reader: asyncio.Task[None] | None = None
 
@@ -114,6 +116,8 @@ class RunnerProcess:
                     self.history.append(Snapshot.parse(line))
                 elif str(line.get("event")).startswith("restore"):
                     self.restores.append(line)
+                elif line.get("event") == "census":
+                    self.censuses.append(line["types"])
 
     def restored_between(self, task: str, start: float, end: float) -> int:
         """Changelog records this worker read for `task` (in any role) between two times, as

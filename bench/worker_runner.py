@@ -3,7 +3,8 @@ benchmarks measure as JSON lines on stdout (times are `time.time()`, comparable 
 
   {"event": "status", ...}    its tasks (active, running, warm-up, standby), record counts
                               and event-loop stall, on every change of roles and every
-                              --report-every seconds;
+                              --report-every seconds (--memory-probe: and its memory);
+  {"event": "census", ...}    --memory-probe, on SIGUSR1: tracked objects by type;
   {"event": "restored", ...}  an active task finished restoring (records read, seconds);
   {"event": "restore-started"|"restore-progress", ...}
                               a task (active, standby or learner) began reading its
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ads_join import AD_WINDOW, make_app
-from memory_probe import breakdown
+from memory_probe import breakdown, census
 from runner_process import rss_bytes
 from unbounded import unbounded_settings
 
@@ -204,7 +205,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--memory-probe",
         action="store_true",
-        help="status lines add 'memory': the budget's parts and the allocators' figures",
+        help="status lines add 'memory': the budget's parts and the allocators' figures; "
+        "SIGUSR1 prints a 'census' line: tracked objects by type (memory_probe.py)",
     )
     p.add_argument("--until-records", type=int, help="stop after this many input records")
     p.add_argument(
@@ -278,6 +280,8 @@ async def main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal)
+    if args.memory_probe:  # on demand: a second or so of the worker's time
+        loop.add_signal_handler(signal.SIGUSR1, lambda: emit("census", types=census()))
     helpers = [asyncio.create_task(subscribe())]
     if args.until_records is not None:
         helpers.append(asyncio.create_task(until_processed(worker, args.until_records)))

@@ -2,10 +2,13 @@
 bench/brokers.py wait on these status lines, and a worker whose status stops at its first
 assignment (as after a change of the task manager's internals) makes them time out. Its memory
 there too: bench/live_latency.py compares the budget's count with the RSS, and with
---memory-probe places it by allocator beside the budget's parts."""
+--memory-probe places it by allocator beside the budget's parts, and on SIGUSR1 counts the
+Python objects by type."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 import uuid
@@ -53,6 +56,10 @@ async def test_status_lines_show_running_tasks(broker: Broker, tmp_path: Path) -
         assert memory["rss_anon"] + memory["rss_file"] > memory["python_arenas"] > 0
         assert memory["glibc_heap"] > memory["budget_write_buffers"] >= 0
         assert {"budget_recent_records", "budget_pending_non_matches", "budget_input"} < set(memory)
+        os.kill(worker.pid, signal.SIGUSR1)
+        await until(lambda: bool(worker.censuses), 30, "a census")
+        types = {row["type"]: row for row in worker.censuses[0]}
+        assert types["dict"]["objects"] > 0 and types["dict"]["bytes"] > 0
     except TimeoutError:
         pytest.fail(f"latest status {worker.latest}; log:\n{worker.log_tail()}")
     finally:
