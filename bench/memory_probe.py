@@ -10,8 +10,9 @@ separately mapped blocks beside CPython's arenas; this reads all three, Linux an
   `fordblks`): RocksDB's memtables and block cache, aiokafka's fetched bytes, and Python's
   objects of over 512 bytes.
 - `glibc_mapped`: blocks of 128 KiB and more glibc mapped on their own (`hblkhd`).
-- `python_arenas`, `python_free`: CPython's arenas for objects of 512 bytes or less and the
-  bytes in their unused blocks (`sys._debugmallocstats`), outside glibc's figures.
+- `python_arenas`, `python_free`: CPython's arenas for objects of 512 bytes or less, and
+  the bytes of them no object holds (free blocks, unused pools, headers), outside glibc's
+  figures (`sys._debugmallocstats`: its "bytes in allocated blocks" are the rest).
 
 `census` counts the objects the cyclic collector tracks, by type, with the bytes of the
 strings, bytes and numbers each holds directly: which Python objects the budget misses. It
@@ -73,8 +74,8 @@ def _status_kib(*keys: str) -> dict[str, int]:
 
 
 def _python_allocator() -> dict[str, int]:
-    """Bytes in CPython's arenas and in their free blocks: `sys._debugmallocstats` writes them
-    to the C-level stderr, so it is caught there."""
+    """Bytes in CPython's arenas, and in them not held by objects: `sys._debugmallocstats`
+    writes them to the C-level stderr, so it is caught there."""
     with tempfile.TemporaryFile(mode="w+") as caught:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -86,14 +87,16 @@ def _python_allocator() -> dict[str, int]:
             os.close(saved)
         caught.seek(0)
         text = caught.read()
-    figures = {}
+    found = {}
     for line in text.splitlines():
         name, _, value = line.rpartition("=")
         if "bytes/arena" in name:
-            figures["python_arenas"] = int(value.replace(",", ""))
-        elif "bytes in available blocks" in name:
-            figures["python_free"] = int(value.replace(",", ""))
-    return figures
+            found["arenas"] = int(value.replace(",", ""))
+        elif "bytes in allocated blocks" in name:
+            found["used"] = int(value.replace(",", ""))
+    if found.keys() != {"arenas", "used"}:
+        return {}
+    return {"python_arenas": found["arenas"], "python_free": found["arenas"] - found["used"]}
 
 
 def breakdown() -> dict[str, int]:
